@@ -1,0 +1,1 @@
+"""flare: forward-looking active retrieval augmented generation."""

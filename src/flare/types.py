@@ -1,0 +1,156 @@
+"""Plain, frozen records shared by every layer of flare.
+
+The engine, the LM backends, the retrievers and the tracers only exchange these types, so each
+layer can be swapped without the others noticing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MetaValue = str | int | float | bool | list[str] | list[int] | list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One generated piece of text and its natural-log probability.
+
+    ``text`` is always whole Unicode characters: backends merge byte-level tokens that split a
+    UTF-8 character, and the merged piece carries the summed log-probability (the joint
+    probability of the bytes), so probabilities line up with what a reader sees.
+    """
+
+    text: str
+    logprob: float
+
+    @property
+    def prob(self) -> float:
+        return math.exp(self.logprob)
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """What one call to :meth:`LanguageModel.complete` produced.
+
+    ``tokens`` come from the very decoding pass that produced ``text`` (never re-tokenised), and
+    ``"".join(t.text for t in tokens) == text``. ``prompt_tokens_evaluated`` counts only prompt
+    tokens the model actually had to evaluate (a reused cached prefix costs nothing).
+    """
+
+    text: str
+    tokens: tuple[TokenLogprob, ...]
+    finish_reason: str  # "stop" (stop sequence or end of text), "length", "sentence"
+    prompt_tokens: int = 0
+    prompt_tokens_evaluated: int = 0
+    generated_tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A retrievable unit of text. ``meta`` holds typed metadata used by filters (e.g. ``acl``)."""
+
+    id: str
+    text: str
+    title: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A passage returned by a search, with the retriever's score (higher is better)."""
+
+    passage: Passage
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A source cited by the answer: ``n`` is the number shown inline as ``[n]``."""
+
+    n: int
+    passage_id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """One committed sentence of an answer.
+
+    ``retrieved`` says whether documents were fetched for it, ``citations`` are the ``n`` numbers
+    of the sources it was generated from, and ``grounded`` is False when it was committed
+    without the evidence it asked for (a cap was hit or nothing relevant was found).
+    """
+
+    text: str
+    retrieved: bool
+    citations: tuple[int, ...] = ()
+    grounded: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The result of one FLARE run.
+
+    ``stop_reason`` says what ended the answer: ``"end"`` (the model finished), or the cap or
+    condition that stopped it (``"max_sentences"``, ``"max_output_tokens"``, ``"max_seconds"``,
+    ``"no_evidence"``, ``"repetition"``).
+    """
+
+    question: str
+    sentences: tuple[Sentence, ...]
+    sources: tuple[Citation, ...]
+    stop_reason: str
+    trace_id: str
+    retrievals: int = 0
+    lm_calls: int = 0
+
+    @property
+    def text(self) -> str:
+        """The answer as plain prose, without citation markers."""
+        return _join(s.text for s in self.sentences)
+
+    def render(self) -> str:
+        """The answer with inline ``[n]`` markers followed by its source list."""
+        parts = []
+        for s in self.sentences:
+            marks = "".join(f"[{n}]" for n in s.citations)
+            parts.append(_attach(s.text, marks))
+        body = _join(parts)
+        if not self.sources:
+            return body
+        lines = [body, "", "Sources:"]
+        for c in self.sources:
+            label = c.title or c.passage_id
+            lines.append(f"[{c.n}] {label} ({c.passage_id})")
+        return "\n".join(lines)
+
+
+def _attach(text: str, marks: str) -> str:
+    """Put citation markers before the sentence's closing punctuation ("... 1997 [1].")."""
+    if not marks:
+        return text
+    stripped = text.rstrip()
+    if stripped and stripped[-1] in ".!?。！？":
+        return f"{stripped[:-1]}{marks}{stripped[-1]}"
+    return f"{stripped}{marks}"
+
+
+def _join(parts: Any) -> str:
+    out = ""
+    for p in parts:
+        p = p.strip()
+        if not p:
+            continue
+        if out and not _is_cjk(out[-1]) and not _is_cjk(p[0]):
+            out += " "
+        out += p
+    return out
+
+
+def _is_cjk(ch: str) -> bool:
+    return "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"
