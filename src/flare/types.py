@@ -98,7 +98,8 @@ class Answer:
 
     ``stop_reason`` says what ended the answer: ``"end"`` (the model finished), or the cap or
     condition that stopped it (``"max_sentences"``, ``"max_output_tokens"``, ``"max_seconds"``,
-    ``"no_evidence"``, ``"repetition"``).
+    ``"no_evidence"``, ``"repetition"``). ``caps_hit`` lists caps that were reached without
+    ending the answer (e.g. ``"max_retrievals"``: later sentences were written unretrieved).
     """
 
     question: str
@@ -108,6 +109,7 @@ class Answer:
     trace_id: str
     retrievals: int = 0
     lm_calls: int = 0
+    caps_hit: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -146,7 +148,7 @@ def _join(parts: Any) -> str:
         p = p.strip()
         if not p:
             continue
-        if out and not _is_cjk(out[-1]) and not _is_cjk(p[0]):
+        if out and not _is_cjk(out[-1]):
             out += " "
         out += p
     return out

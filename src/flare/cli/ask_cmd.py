@@ -1,0 +1,97 @@
+"""``flare ask``: answer one question from an index, with citations and an optional trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flare.cli.options import run_options, settings_from
+from flare.engine.events import Finished, Searching, SentenceAccepted
+from flare.engine.loop import Flare
+from flare.lm.registry import resolve_model
+from flare.retrieve.filters import Filters
+from flare.retrieve.tantivy_index import TantivyRetriever
+from flare.trace.tracers import JsonlTracer, NullTracer, Tracer
+from flare.types import Answer
+from flare.config import Settings
+
+
+@click.command()
+@click.argument("question")
+@click.option("--index", "index_dir", required=True, type=click.Path(path_type=Path),
+              help="Index directory built by `flare index`.")
+@click.option("--filter", "filters", multiple=True, metavar="EXPR",
+              help="Metadata filter, repeatable: year=2026, acl=finance|hr, year>=2025.")
+@click.option("--trace", "trace_path", type=click.Path(path_type=Path), default=None,
+              help="Append the answer's trace as one JSON line to this file.")
+@click.option("--trace-content", is_flag=True, help="Also record passage text in the trace.")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Show each step's decision on stderr.")
+@run_options
+def ask(
+    question: str,
+    index_dir: Path,
+    filters: tuple[str, ...],
+    trace_path: Path | None,
+    trace_content: bool,
+    as_json: bool,
+    verbose: bool,
+    model_spec: str | None,
+    threads: int | None,
+    **opts: Any,
+) -> None:
+    """Answer QUESTION from the passages in --index, citing them."""
+    flt = Filters.parse(filters)
+    retriever = TantivyRetriever(index_dir)
+    retriever.check_filters(flt)
+    settings = settings_from(Settings(), opts)
+    lm = resolve_model(model_spec, n_threads=threads)
+    tracer: Tracer = (
+        JsonlTracer(trace_path, record_content=trace_content) if trace_path else NullTracer()
+    )
+    engine = Flare(lm, retriever, settings, tracer=tracer)
+    answer = run(engine, question, flt, verbose=verbose)
+    click.echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2) if as_json else answer.render())
+    if not as_json and answer.stop_reason != "end":
+        click.echo(f"\n(stopped: {answer.stop_reason})", err=True)
+
+
+def run(engine: Flare, question: str, filters: Filters, *, verbose: bool) -> Answer:
+    """Run the loop, narrating progress on stderr when ``verbose``."""
+    for event in engine.stream(question, filters=filters):
+        if not verbose:
+            if isinstance(event, Finished):
+                return event.answer
+            continue
+        if isinstance(event, Searching):
+            click.echo(f"  [{event.step}] searching ({event.n_queries} quer{'y' if event.n_queries == 1 else 'ies'})", err=True)
+        elif isinstance(event, SentenceAccepted):
+            tag = "retrieved" if event.sentence.retrieved else "confident"
+            click.echo(f"  [{event.step}] {tag}: {event.sentence.text}", err=True)
+        elif isinstance(event, Finished):
+            return event.answer
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def answer_json(answer: Answer) -> dict[str, Any]:
+    """The answer as a JSON-ready dictionary (also used by the server)."""
+    return {
+        "question": answer.question,
+        "answer": answer.text,
+        "rendered": answer.render(),
+        "sentences": [
+            {"text": s.text, "retrieved": s.retrieved, "citations": list(s.citations), "grounded": s.grounded}
+            for s in answer.sentences
+        ],
+        "sources": [{"n": c.n, "id": c.passage_id, "title": c.title} for c in answer.sources],
+        "stop_reason": answer.stop_reason,
+        "caps_hit": list(answer.caps_hit),
+        "retrievals": answer.retrievals,
+        "lm_calls": answer.lm_calls,
+        "trace_id": answer.trace_id,
+    }
+
+

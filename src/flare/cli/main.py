@@ -1,0 +1,42 @@
+"""The ``flare`` command: one small module per subcommand, errors turned into one-line hints."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from flare.cli.ask_cmd import ask
+from flare.cli.demo_cmd import demo
+from flare.cli.index_cmd import index
+from flare.errors import FlareError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="flare-rag")
+def cli() -> None:
+    """FLARE: answers that look ahead and retrieve only when the model is unsure."""
+
+
+cli.add_command(index)
+cli.add_command(ask)
+cli.add_command(demo)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI and turn every :class:`FlareError` into a one-line message."""
+    try:
+        cli.main(args=argv, prog_name="flare", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("flare: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except FlareError as exc:
+        hint = f" (hint: {exc.hint})" if exc.hint else ""
+        click.echo(f"flare: error: {exc.message}{hint}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("flare: interrupted", err=True)
+        sys.exit(130)

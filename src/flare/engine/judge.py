@@ -1,0 +1,58 @@
+"""The trigger (M2): does a drafted sentence need retrieval?
+
+Three rules, chosen by ``Settings.trigger``:
+
+* ``min`` (the paper's): retrieve if any token has p < θ. θ=0 never retrieves; θ=1 always does.
+* ``mean``: retrieve if mean(1 − p) over the sentence exceeds 1 − θ (i.e. mean p < θ), which is
+  less sensitive to a single unsure function word.
+* ``dynamic``: the ``min`` rule with θ for fact-dense sentences (numbers, dates, names) and the
+  looser ``theta_prose`` for connective prose.
+
+Probabilities are compared on the probability scale; backends report natural-log probabilities,
+converted by :attr:`TokenLogprob.prob`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flare.config import Settings
+from flare.types import TokenLogprob
+
+_NUMBER = re.compile(r"\d")
+_CAPITALISED = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+")
+_CJK_FACT = re.compile(r"[年月日号岁元米公里吨人]|[一二三四五六七八九十百千万亿]{2,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The verdict on a draft: retrieve or not, the threshold used, and the low tokens."""
+
+    retrieve: bool
+    threshold: float
+    score: float  # min p ("min"/"dynamic") or mean p ("mean")
+    low_tokens: tuple[tuple[str, float], ...]
+
+
+def fact_dense(text: str) -> bool:
+    """Does the sentence state numbers, dates or names (where a wrong guess costs most)?"""
+    return bool(_NUMBER.search(text) or _CAPITALISED.search(text) or _CJK_FACT.search(text))
+
+
+def judge(text: str, tokens: Sequence[TokenLogprob], settings: Settings) -> Judgement:
+    """Apply the configured trigger rule to a draft sentence and its tokens."""
+    scored = [t for t in tokens if t.text.strip()]
+    theta = settings.theta
+    if settings.trigger == "dynamic" and not fact_dense(text):
+        theta = settings.theta_prose
+    low = tuple((t.text, t.prob) for t in scored if t.prob < theta)
+    if not scored:
+        return Judgement(theta >= 1.0, theta, 1.0, low)
+    if settings.trigger == "mean":
+        score = sum(t.prob for t in scored) / len(scored)
+    else:
+        score = min(t.prob for t in scored)
+    retrieve = theta >= 1.0 or score < theta
+    return Judgement(retrieve, theta, score, low)

@@ -1,0 +1,107 @@
+"""Prompt layouts that only ever grow at the end.
+
+Every prompt is laid out as fixed header (instruction and exemplars), documents, question,
+answer so far. The header is identical for every call, so an LM backend with prefix caching
+evaluates it once; a draft extends the previous draft's prompt, so only the newly committed
+sentence is evaluated. Documents use the paper's "Search results" block with ``[1]``, ``[2]``.
+
+Two layouts are built in: ``plain`` for base models (Gemma-3-270m) and ``chatml`` for models
+trained on ChatML turns (SmolLM2-Instruct). The exemplars below were written for flare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flare.types import Passage
+
+INSTRUCTION = (
+    "Answer the question in a few short sentences, using only facts from the search results. "
+    "Do not copy whole passages. If the search results do not say, answer that it is not known."
+)
+
+EXEMPLARS: tuple[tuple[tuple[tuple[str, str], ...], str, str], ...] = (
+    (
+        (
+            ("Lake Baikal", "Lake Baikal is a rift lake in Siberia. With a maximum depth of "
+             "1,642 metres it is the deepest lake in the world."),
+            ("Angara", "The Angara is the only river that flows out of Lake Baikal; it joins the "
+             "Yenisei."),
+        ),
+        "How deep is Lake Baikal, and which river drains it?",
+        "Lake Baikal is 1,642 metres deep at its deepest point. The Angara is the only river "
+        "that flows out of it.",
+    ),
+    (
+        (("京杭大运河", "京杭大运河北起北京，南到杭州，全长约1794公里，是世界上最长的人工运河。"),),
+        "京杭大运河有多长？",
+        "京杭大运河全长约1794公里。它是世界上最长的人工运河。",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptTemplate:
+    """Renders ``[header, documents, question, answer so far]`` for one layout.
+
+    Example::
+
+        >>> t = PromptTemplate.plain()
+        >>> t.render([], "Who wrote Hamlet?", "").endswith("Question: Who wrote Hamlet?\\nAnswer:")
+        True
+    """
+
+    name: str
+    header: str
+    turn_open: str  # text before the documents and question of the live turn
+    turn_close: str  # text between the question and the answer
+    stop: tuple[str, ...]
+
+    @classmethod
+    def plain(cls) -> PromptTemplate:
+        blocks = [INSTRUCTION, ""]
+        for docs, q, a in EXEMPLARS:
+            block = _docs_block([Passage(id=t, title=t, text=x) for t, x in docs])
+            blocks.append(f"{block}Question: {q}\nAnswer: {a}\n")
+        return cls("plain", "\n".join(blocks) + "\n", "", "\nAnswer:", ("\n", "Question:"))
+
+    @classmethod
+    def chatml(cls) -> PromptTemplate:
+        parts = [f"<|im_start|>system\n{INSTRUCTION}<|im_end|>\n"]
+        for docs, q, a in EXEMPLARS:
+            block = _docs_block([Passage(id=t, title=t, text=x) for t, x in docs])
+            parts.append(f"<|im_start|>user\n{block}Question: {q}<|im_end|>\n")
+            parts.append(f"<|im_start|>assistant\n{a}<|im_end|>\n")
+        return cls(
+            "chatml",
+            "".join(parts),
+            "<|im_start|>user\n",
+            "<|im_end|>\n<|im_start|>assistant\n",
+            ("<|im_end|>", "\n", "<|im_start|>"),
+        )
+
+    @classmethod
+    def for_model(cls, chat_template: str | None) -> PromptTemplate:
+        """``chatml`` when the model's own chat template uses ChatML turns, else ``plain``."""
+        if chat_template and "<|im_start|>" in chat_template:
+            return cls.chatml()
+        return cls.plain()
+
+    def render(self, docs: Sequence[Passage], question: str, answer_so_far: str) -> str:
+        """The prompt; ``answer_so_far`` is appended last so later steps only extend it."""
+        body = f"{_docs_block(docs)}Question: {question.strip()}"
+        answer = answer_so_far.strip()
+        sep = " " if self.name == "plain" else ""
+        tail = f"{sep}{answer}" if answer else ""
+        return f"{self.header}{self.turn_open}{body}{self.turn_close}{tail}"
+
+
+def _docs_block(docs: Sequence[Passage]) -> str:
+    if not docs:
+        return ""
+    lines = ["Search results:"]
+    for n, p in enumerate(docs, start=1):
+        title = f"{p.title}: " if p.title else ""
+        lines.append(f"[{n}] {title}{' '.join(p.text.split())}")
+    return "\n".join(lines) + "\n"

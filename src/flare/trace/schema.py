@@ -1,0 +1,74 @@
+"""The versioned trace of one answer: every decision the loop made, as plain JSON.
+
+One answer is one JSON object (one line in a ``.jsonl`` file). Passage text is *not* recorded
+unless ``record_content`` is set: ids and scores are enough to audit a decision, and keeping
+document text out of traces by default keeps permissions simple when traces are shared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+TRACE_VERSION = "flare.trace/1"
+
+
+@dataclass(slots=True)
+class RetrievedRecord:
+    """One passage that a step retrieved."""
+
+    id: str
+    score: float
+    title: str = ""
+    text: str | None = None  # only with record_content
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One sentence of the answer: draft, verdict, queries, retrieval and the committed text."""
+
+    index: int
+    kind: str  # "initial" (first sentence from the question's documents), "draft", "generate"
+    draft: str | None = None
+    draft_tokens: list[tuple[str, float]] = field(default_factory=list)
+    low_tokens: list[tuple[str, float]] = field(default_factory=list)
+    threshold: float | None = None
+    decision: str = ""  # "accept", "retrieve", "cap:<name>", "no_evidence", "irrelevant"
+    queries: list[str] = field(default_factory=list)
+    retrieved: list[RetrievedRecord] = field(default_factory=list)
+    sentence: str = ""
+    citations: list[int] = field(default_factory=list)
+    grounded: bool = True
+    timings: dict[str, float] = field(default_factory=dict)  # draft, retrieve, regenerate, questions
+    lm_calls: int = 0
+    lm_tokens_evaluated: int = 0  # prompt tokens actually evaluated + generated tokens
+    output_tokens: int = 0
+
+
+@dataclass(slots=True)
+class TraceRecord:
+    """The whole answer. ``to_dict`` gives the JSON line written by :class:`JsonlTracer`."""
+
+    trace_id: str
+    question: str
+    method: str
+    model: str
+    retriever: str
+    filters: str
+    settings: dict[str, Any]
+    steps: list[StepRecord] = field(default_factory=list)
+    answer: str = ""
+    rendered: str = ""
+    stop_reason: str = ""
+    caps_hit: list[str] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    retrievals: int = 0
+    lm_calls: int = 0
+    lm_tokens_evaluated: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    started_at: float = 0.0
+    version: str = TRACE_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,1 @@
+"""Checks on what the answer claims: which passages a sentence cites."""
