@@ -78,7 +78,7 @@ class Settings:
                 raise ConfigError(f"{name} must be at least 1", f"set {name} to a positive integer")
         for name in ("max_retrievals", "max_retries_per_gap"):
             if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must not be negative", f"use 0 to disable, or a positive integer")
+                raise ConfigError(f"{name} must not be negative", "use 0 to disable, or a positive integer")
         if self.max_seconds <= 0:
             raise ConfigError("max_seconds must be positive", "give a time budget in seconds, e.g. 60")
 

@@ -116,6 +116,25 @@ class Answer:
         """The answer as plain prose, without citation markers."""
         return _join(s.text for s in self.sentences)
 
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view: text, rendered text, sentences, sources and run figures."""
+        return {
+            "question": self.question,
+            "answer": self.text,
+            "rendered": self.render(),
+            "sentences": [
+                {"text": s.text, "retrieved": s.retrieved, "citations": list(s.citations),
+                 "grounded": s.grounded}
+                for s in self.sentences
+            ],
+            "sources": [{"n": c.n, "id": c.passage_id, "title": c.title} for c in self.sources],
+            "stop_reason": self.stop_reason,
+            "caps_hit": list(self.caps_hit),
+            "retrievals": self.retrievals,
+            "lm_calls": self.lm_calls,
+            "trace_id": self.trace_id,
+        }
+
     def render(self) -> str:
         """The answer with inline ``[n]`` markers followed by its source list."""
         parts = []

@@ -53,7 +53,10 @@ def test_masking_chinese_characters() -> None:
 
 
 def test_low_spans_merge_neighbours() -> None:
-    draft = toks(("Born", 0.9), (" in", 0.9), (" Rome", 0.2), (" in", 0.9), (" 1990", 0.1), (" he", 0.9), (" left", 0.9), (" early", 0.1))
+    draft = toks(
+        ("Born", 0.9), (" in", 0.9), (" Rome", 0.2), (" in", 0.9), (" 1990", 0.1),
+        (" he", 0.9), (" left", 0.9), (" early", 0.1),
+    )
     spans = low_spans(draft, 0.4)
     assert [s.text for s in spans] == ["Rome in 1990", "early"]
 

@@ -6,14 +6,14 @@ import pytest
 
 from flare.config import Settings
 from flare.engine.events import Finished, Rewriting, Searching, SentenceAccepted
-from flare.engine.loop import Flare, first_piece
+from flare.engine.loop import Flare
+from flare.engine.step import first_piece
 from flare.errors import InputError, ModelError, RetrieverError
 from flare.retrieve.filters import Filters
 from flare.testing.memory import MemoryRetriever
 from flare.testing.scripted import ScriptedLM
 from flare.trace.tracers import MemoryTracer
 from flare.types import Completion, Hit, Passage, TokenLogprob
-
 from tests.engine.support import BARE, DOCS, has_docs
 
 FIRST = " The founder of Versace was Gianni Versace."
@@ -51,7 +51,7 @@ def engine(lm: ScriptedLM, **settings: object) -> tuple[Flare, MemoryTracer, Mem
 
 def test_unsure_draft_is_masked_retrieved_and_regenerated() -> None:
     lm = script()
-    flare, tracer, retriever = engine(lm)
+    flare, tracer, _ = engine(lm)
     answer = flare.answer("Why did the founder of Versace die?")
     assert [s.text for s in answer.sentences] == [FIRST.strip(), REGEN.strip()]
     assert answer.stop_reason == "end"
@@ -108,7 +108,7 @@ def test_dynamic_trigger_is_stricter_for_fact_dense_sentences() -> None:
 def test_explicit_queries_ask_the_lm_one_question_per_span() -> None:
     lm = script()
     lm.rules.insert(0, ("Write one short question", ScriptedLM.sentence(" Where was Versace shot?")))
-    flare, tracer, retriever = engine(lm, query="explicit")
+    flare, tracer, _ = engine(lm, query="explicit")
     flare.answer("Why did the founder of Versace die?")
     step = tracer.traces[0].steps[1]
     assert step.queries == ["Where was Versace shot?"]
@@ -125,7 +125,7 @@ def test_query_with_question_prepends_the_question() -> None:
 
 def test_filters_apply_to_every_search_and_cannot_widen() -> None:
     lm = script()
-    flare, tracer, retriever = engine(lm)
+    flare, _, retriever = engine(lm)
     acl = Filters.any_of("acl", ["public"])
     answer = flare.answer("Why did the founder of Versace die?", filters=acl)
     assert len(retriever.queries) == 2

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from flare.cli.options import run_options, settings_from
+from flare.config import Settings
 from flare.engine.events import Finished, Searching, SentenceAccepted
 from flare.engine.loop import Flare
 from flare.lm.registry import resolve_model
@@ -16,7 +17,6 @@ from flare.retrieve.filters import Filters
 from flare.retrieve.tantivy_index import TantivyRetriever
 from flare.trace.tracers import JsonlTracer, NullTracer, Tracer
 from flare.types import Answer
-from flare.config import Settings
 
 
 @click.command()
@@ -54,7 +54,7 @@ def ask(
     )
     engine = Flare(lm, retriever, settings, tracer=tracer)
     answer = run(engine, question, flt, verbose=verbose)
-    click.echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2) if as_json else answer.render())
+    click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2) if as_json else answer.render())
     if not as_json and answer.stop_reason != "end":
         click.echo(f"\n(stopped: {answer.stop_reason})", err=True)
 
@@ -67,31 +67,11 @@ def run(engine: Flare, question: str, filters: Filters, *, verbose: bool) -> Ans
                 return event.answer
             continue
         if isinstance(event, Searching):
-            click.echo(f"  [{event.step}] searching ({event.n_queries} quer{'y' if event.n_queries == 1 else 'ies'})", err=True)
+            plural = "query" if event.n_queries == 1 else "queries"
+            click.echo(f"  [{event.step}] searching ({event.n_queries} {plural})", err=True)
         elif isinstance(event, SentenceAccepted):
             tag = "retrieved" if event.sentence.retrieved else "confident"
             click.echo(f"  [{event.step}] {tag}: {event.sentence.text}", err=True)
         elif isinstance(event, Finished):
             return event.answer
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def answer_json(answer: Answer) -> dict[str, Any]:
-    """The answer as a JSON-ready dictionary (also used by the server)."""
-    return {
-        "question": answer.question,
-        "answer": answer.text,
-        "rendered": answer.render(),
-        "sentences": [
-            {"text": s.text, "retrieved": s.retrieved, "citations": list(s.citations), "grounded": s.grounded}
-            for s in answer.sentences
-        ],
-        "sources": [{"n": c.n, "id": c.passage_id, "title": c.title} for c in answer.sources],
-        "stop_reason": answer.stop_reason,
-        "caps_hit": list(answer.caps_hit),
-        "retrievals": answer.retrievals,
-        "lm_calls": answer.lm_calls,
-        "trace_id": answer.trace_id,
-    }
-
-

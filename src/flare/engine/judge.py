@@ -50,9 +50,7 @@ def judge(text: str, tokens: Sequence[TokenLogprob], settings: Settings) -> Judg
     low = tuple((t.text, t.prob) for t in scored if t.prob < theta)
     if not scored:
         return Judgement(theta >= 1.0, theta, 1.0, low)
-    if settings.trigger == "mean":
-        score = sum(t.prob for t in scored) / len(scored)
-    else:
-        score = min(t.prob for t in scored)
+    probs = [t.prob for t in scored]
+    score = sum(probs) / len(probs) if settings.trigger == "mean" else min(probs)
     retrieve = theta >= 1.0 or score < theta
     return Judgement(retrieve, theta, score, low)

@@ -18,9 +18,12 @@ from __future__ import annotations
 import re
 
 _ABBREVIATIONS = frozenset(
-    """mr mrs ms dr prof sr jr st mt vs etc inc ltd co corp fig no vol pp ed eds al approx dept
-    est gen gov col lt sgt capt rev jan feb mar apr jun jul aug sep sept oct nov dec e.g i.e
-    u.s u.k u.n a.m p.m ph.d b.a m.a d.c""".split()
+    [
+        "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "vs", "etc", "inc", "ltd", "co", "corp", "fig", "no",
+        "vol", "pp", "ed", "eds", "al", "approx", "dept", "est", "gen", "gov", "col", "lt", "sgt", "capt", "rev",
+        "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "e.g", "i.e", "u.s",
+        "u.k", "u.n", "a.m", "p.m", "ph.d", "b.a", "m.a", "d.c"
+    ]
 )
 _CLOSERS = "\"'”’)]}」』）"
 _CJK_ENDS = "。！？!?；…"

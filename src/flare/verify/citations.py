@@ -15,9 +15,12 @@ from flare.types import Passage
 
 _WORD = re.compile(r"[\u3400-\u9fff]|[^\W_]+", re.UNICODE)
 _STOP = frozenset(
-    """a an the of in on at to for and or but is are was were be been by with as from that this
-    it its he she they his her their which who whom what when where how than then so not no
-    也 的 了 是 在 和 与 及 或 就 都 而 其 这 那 有""".split()
+    [
+        "a", "an", "the", "of", "in", "on", "at", "to", "for", "and", "or", "but", "is", "are", "was", "were", "be",
+        "been", "by", "with", "as", "from", "that", "this", "it", "its", "he", "she", "they", "his", "her", "their",
+        "which", "who", "whom", "what", "when", "where", "how", "than", "then", "so", "not", "no",
+        "也", "的", "了", "是", "在", "和", "与", "及", "或", "就", "都", "而", "其", "这", "那", "有"
+    ]
 )
 
 

@@ -1,0 +1,173 @@
+"""Retrieval policies: *when* and *with what* each method retrieves, over one shared loop.
+
+A policy produces one sentence per call of :meth:`Policy.step`, using only
+:class:`~flare.engine.step.StepContext` (generate, search, capped). Prompts, exemplars, ``k``
+and the documents format are the loop's, so methods differ only in their retrieval decisions
+(M9). Register a new method with :func:`register_policy`.
+
+Built in:
+
+* ``flare`` — FLARE direct (M1–M5, M10).
+* ``single`` — retrieve once with the question, keep those documents for every sentence.
+* ``none`` — never retrieve.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator
+from typing import Protocol
+
+from flare.config import Settings
+from flare.engine.events import Event, Rewriting, Searching
+from flare.engine.judge import judge
+from flare.engine.step import Commit, Outcome, Piece, StepContext, dedupe
+from flare.errors import ConfigError
+from flare.query.explicit import ask_questions, low_spans
+from flare.query.implicit import masked_query
+
+StepGen = Generator[Event, None, Outcome]
+
+
+class Policy(Protocol):
+    """Decides when and what to retrieve for each sentence."""
+
+    name: str
+    needs_logprobs: bool
+
+    def step(self, ctx: StepContext) -> StepGen:
+        """Produce one sentence (yielding progress events), or return why the answer stops."""
+        ...
+
+
+def initial_step(ctx: StepContext) -> StepGen:
+    """M5: the first sentence is generated from documents retrieved with the question."""
+    ctx.record.kind = "initial"
+    if ctx.retrievals_left < 1:
+        return ctx.capped(ctx.generate([], "generate"), "max_retrievals")
+    yield Searching(ctx.index, 1)
+    hits = ctx.search([ctx.run.question])
+    if not hits:
+        ctx.record.decision = "no_evidence"
+        if ctx.settings.on_missing == "stop":
+            return "no_evidence"
+        return Commit(ctx.generate([], "generate"), (), False, False)
+    ctx.run.first_docs = [h.passage for h in hits]
+    ctx.record.decision = "retrieve"
+    return Commit(ctx.generate(ctx.run.first_docs, "generate"), ctx.run.first_docs, True, True)
+
+
+class NoRetrieval:
+    """Never retrieve: the model answers from what it knows."""
+
+    name = "none"
+    needs_logprobs = False
+
+    def step(self, ctx: StepContext) -> StepGen:
+        ctx.record.kind, ctx.record.decision = "generate", "generate"
+        return Commit(ctx.generate([], "generate"))
+        yield  # pragma: no cover - makes this a generator
+
+
+class SingleRetrieval:
+    """Retrieve once with the question; every sentence is written from those documents."""
+
+    name = "single"
+    needs_logprobs = False
+
+    def step(self, ctx: StepContext) -> StepGen:
+        if ctx.index == 0:
+            return (yield from initial_step(ctx))
+        ctx.record.kind, ctx.record.decision = "generate", "generate"
+        docs = ctx.run.first_docs
+        return Commit(ctx.generate(docs, "generate"), docs, False, True)
+
+
+class FlareDirect:
+    """FLARE direct: draft without documents, retrieve and regenerate only when unsure."""
+
+    name = "flare"
+    needs_logprobs = True
+
+    def step(self, ctx: StepContext) -> StepGen:
+        if ctx.index == 0:
+            return (yield from initial_step(ctx))
+        s, rec = ctx.settings, ctx.record
+        base = ctx.run.first_docs if s.keep_first_docs else []
+        piece = ctx.generate(base, "draft")
+        rec.draft = piece.text
+        rec.draft_tokens = [(t.text, round(t.prob, 4)) for t in piece.tokens]
+        if not piece.text:
+            rec.decision = "end"
+            return Commit(piece)
+        verdict = judge(piece.text, piece.tokens, s)
+        rec.low_tokens = [(t, round(p, 4)) for t, p in verdict.low_tokens]
+        rec.threshold = verdict.threshold
+        if not verdict.retrieve:
+            rec.decision = "accept"
+            return Commit(piece, base, False, True)
+
+        queries = form_queries(ctx, piece)
+        if ctx.retrievals_left <= 0:
+            return ctx.capped(piece, "max_retrievals")
+        queries = queries[: ctx.retrievals_left]
+        gap = " | ".join(sorted(" ".join(q.lower().split()) for q in queries))
+        if ctx.run.gaps.get(gap, 0) >= s.max_retries_per_gap:
+            return ctx.capped(piece, "max_retries_per_gap")
+        ctx.run.gaps[gap] = ctx.run.gaps.get(gap, 0) + 1
+        yield Searching(ctx.index, len(queries))
+        hits = ctx.search(queries)
+        if not hits:
+            rec.decision = "no_evidence"
+            if s.on_missing == "stop":
+                return "no_evidence"
+            return Commit(piece, (), False, False)
+        if s.conditional_commit and hits[0].score < s.min_relevance:
+            rec.decision = "irrelevant"
+            return Commit(piece, (), True, False)
+        docs = dedupe([h.passage for h in hits] + list(base))
+        rec.decision = "retrieve"
+        yield Rewriting(ctx.index)
+        return Commit(ctx.generate(docs, "regenerate"), docs, True, True)
+
+
+def form_queries(ctx: StepContext, piece: Piece) -> list[str]:
+    """Search queries for an unsure draft: M3 masking (implicit) or M4 questions (explicit)."""
+    s = ctx.settings
+    queries: list[str] = []
+    if s.query == "explicit":
+        spans = low_spans(piece.tokens, s.beta)
+        if spans:
+            t0 = time.perf_counter()
+            context = f"{ctx.run.answer_so_far} {piece.text}".strip()
+            queries = ask_questions(ctx.lm, ctx.run.question, context, spans)
+            ctx.record.timings["questions"] = round(time.perf_counter() - t0, 4)
+    if not queries:
+        masked = masked_query(piece.tokens, s.beta)
+        queries = [masked] if masked else []
+    if s.query_with_question or not queries:
+        queries = [f"{ctx.run.question} {q}".strip() for q in queries] or [ctx.run.question]
+    return queries
+
+
+POLICIES: dict[str, Callable[[Settings], Policy]] = {
+    "flare": lambda s: FlareDirect(),
+    "single": lambda s: SingleRetrieval(),
+    "none": lambda s: NoRetrieval(),
+}
+
+
+def register_policy(name: str, factory: Callable[[Settings], Policy]) -> None:
+    """Make ``factory`` available as ``Settings(method=name)``."""
+    POLICIES[name] = factory
+
+
+def policy_for(settings: Settings) -> Policy:
+    """The policy that ``settings.method`` names."""
+    try:
+        return POLICIES[settings.method](settings)
+    except KeyError:
+        raise ConfigError(
+            f"method {settings.method!r} is not available",
+            f"choose one of: {', '.join(sorted(POLICIES))}",
+        ) from None
