@@ -18,12 +18,16 @@ from flare.errors import ConfigError
 
 Trigger = Literal["min", "mean", "dynamic"]
 QueryMode = Literal["implicit", "explicit"]
-Method = Literal["flare", "single", "none"]
+Method = Literal[
+    "flare", "single", "none", "previous_window", "previous_sentence", "decompose", "instruct"
+]
 OnMissing = Literal["stop", "keep"]
 
 TRIGGERS: tuple[str, ...] = ("min", "mean", "dynamic")
 QUERY_MODES: tuple[str, ...] = ("implicit", "explicit")
-METHODS: tuple[str, ...] = ("flare", "single", "none")
+METHODS: tuple[str, ...] = (
+    "flare", "single", "none", "previous_window", "previous_sentence", "decompose", "instruct"
+)
 ON_MISSING: tuple[str, ...] = ("stop", "keep")
 
 
@@ -61,6 +65,7 @@ class Settings:
     max_sentences: int = 12
     max_seconds: float = 120.0
     max_sentence_tokens: int = 64  # the paper's look-ahead length; we also stop at sentence end
+    window_tokens: int = 16  # the previous-window baseline retrieves every l=16 tokens (paper)
     language: Literal["auto", "en", "zh"] = "auto"
 
     def __post_init__(self) -> None:
@@ -73,7 +78,7 @@ class Settings:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"{name}={value} is out of range", f"{name} is a probability in [0, 1]")
-        for name in ("k", "max_sentences", "max_output_tokens", "max_sentence_tokens"):
+        for name in ("k", "max_sentences", "max_output_tokens", "max_sentence_tokens", "window_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1", f"set {name} to a positive integer")
         for name in ("max_retrievals", "max_retries_per_gap"):
