@@ -1,0 +1,85 @@
+"""The en-zh analyzer: the same tokens for documents and queries, in both languages."""
+
+from __future__ import annotations
+
+import pytest
+
+from flare.retrieve.analyzers import MAX_TOKEN_CHARS, STOPWORDS_EN, analyze
+
+
+def test_english_is_lowercased_and_split_on_non_word_characters() -> None:
+    assert analyze("Hello, World! FLARE-style retrieval (v2)") == [
+        "hello",
+        "world",
+        "flare",
+        "style",
+        "retrieval",
+        "v2",
+    ]
+
+
+def test_small_stopword_list_is_dropped_but_content_words_stay() -> None:
+    assert analyze("The history of the Roman Empire") == ["history", "roman", "empire"]
+    assert len(STOPWORDS_EN) < 40
+
+
+def test_term_frequency_is_kept() -> None:
+    assert analyze("lava lava lava") == ["lava", "lava", "lava"]
+
+
+def test_full_width_and_accented_text_is_normalised() -> None:
+    assert analyze("ＦＬＡＲＥ Café") == ["flare", "café"]
+
+
+def test_chinese_is_segmented_with_sub_words_for_search() -> None:
+    tokens = analyze("北京大学")
+    assert {"北京", "大学", "北京大学"} <= set(tokens)
+
+
+def test_chinese_particles_and_punctuation_are_dropped() -> None:
+    tokens = analyze("我的书，好吗？")
+    assert "的" not in tokens and "吗" not in tokens
+    assert "，" not in tokens and "？" not in tokens
+
+
+def test_mixed_english_and_chinese_keep_their_order() -> None:
+    assert analyze("FLARE 在2023年提出了主动检索") == [
+        "flare",
+        "在",
+        "2023",
+        "年",
+        "提出",
+        "主动",
+        "检索",
+    ]
+
+
+@pytest.mark.parametrize("text", ["", "   ", "🎉🍰", "!!! ... ???", "the of and", "，。！"])
+def test_text_without_content_words_gives_no_tokens(text: str) -> None:
+    assert analyze(text) == []
+
+
+def test_query_syntax_characters_are_plain_separators() -> None:
+    assert analyze('title:foo AND (bar* OR "baz") -x +y ~2 ^3') == [
+        "title",
+        "foo",
+        "bar",
+        "baz",
+        "x",
+        "y",
+        "2",
+        "3",
+    ]
+
+
+def test_underscore_and_emoji_separate_tokens() -> None:
+    assert analyze("snake_case🎉party") == ["snake", "case", "party"]
+
+
+def test_overlong_tokens_are_dropped() -> None:
+    blob = "x" * (MAX_TOKEN_CHARS + 1)
+    assert analyze(f"keep {blob} word") == ["keep", "word"]
+
+
+def test_other_scripts_are_words() -> None:
+    assert analyze("Привет мир こんにちは") == ["привет", "мир", "こんにちは"]
