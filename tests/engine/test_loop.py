@@ -296,3 +296,10 @@ def test_trace_records_passage_text_only_when_asked() -> None:
 def test_passage_helper_is_frozen() -> None:
     with pytest.raises(AttributeError):
         Passage("a", "b").id = "c"  # type: ignore[misc]
+
+
+def test_a_draft_of_only_function_words_searches_with_the_question() -> None:
+    lm = script(draft=" He is a pioneer in the field.", low={"pioneer": 0.05, "field": 0.1})
+    flare, tracer, _ = engine(lm)
+    flare.answer("Why did the founder of Versace die?")
+    assert tracer.traces[0].steps[1].queries == ["Why did the founder of Versace die? He is a in the"]

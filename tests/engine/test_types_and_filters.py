@@ -68,3 +68,18 @@ def test_narrow_only_adds_conditions() -> None:
 def test_malformed_filters(bad: str) -> None:
     with pytest.raises(FilterError):
         Filters.parse([bad])
+
+
+def test_citations_prefer_passages_with_the_distinctive_words() -> None:
+    from flare.types import Passage
+    from flare.verify.citations import supporting
+
+    docs = [
+        Passage("a", "Northwind Labs was founded by Ingrid Solberg in 2011."),
+        Passage("b", "Northwind Labs makes the Floe sensor."),
+        Passage("c", "Northwind Labs has offices in Bergen."),
+    ]
+    assert supporting("Northwind Labs was founded by Ingrid Solberg.", docs) == [0]
+    assert sorted(supporting("Northwind Labs builds Floe sensors in Bergen.", docs)) == [1, 2]
+    assert supporting("Nothing shared here.", docs) == [0, 1, 2]
+    assert supporting("anything", []) == []

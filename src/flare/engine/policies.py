@@ -25,8 +25,10 @@ from flare.engine.step import Commit, Outcome, Piece, StepContext, dedupe
 from flare.errors import ConfigError
 from flare.query.explicit import ask_questions, low_spans
 from flare.query.implicit import masked_query
+from flare.verify.citations import content_words
 
 StepGen = Generator[Event, None, Outcome]
+MIN_QUERY_WORDS = 2  # fewer content words than this and a masked draft is not a query
 
 
 class Policy(Protocol):
@@ -144,9 +146,12 @@ def form_queries(ctx: StepContext, piece: Piece) -> list[str]:
             ctx.record.timings["questions"] = round(time.perf_counter() - t0, 4)
     if not queries:
         masked = masked_query(piece.tokens, s.beta)
-        queries = [masked] if masked else []
+        queries = [masked] if len(content_words(masked)) >= MIN_QUERY_WORDS else []
+    # A draft whose confident part is only function words ("He is a ... in the ...") gives no
+    # usable query; the question then carries the search, with whatever the draft kept.
     if s.query_with_question or not queries:
-        queries = [f"{ctx.run.question} {q}".strip() for q in queries] or [ctx.run.question]
+        kept = queries or [masked_query(piece.tokens, s.beta)]
+        queries = [f"{ctx.run.question} {q}".strip() for q in kept]
     return queries
 
 

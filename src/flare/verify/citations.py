@@ -8,6 +8,7 @@ documents are cited, since the sentence was still generated from them.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -29,16 +30,25 @@ def content_words(text: str) -> set[str]:
     return {w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _STOP}
 
 
-def supporting(sentence: str, docs: Sequence[Passage], *, min_share: float = 0.25) -> list[int]:
-    """Indexes into ``docs`` of the passages the sentence draws on, best first."""
+def supporting(sentence: str, docs: Sequence[Passage], *, min_ratio: float = 0.5) -> list[int]:
+    """Indexes into ``docs`` of the passages the sentence draws on, best first.
+
+    Each shared word counts by how rare it is among the step's documents (a word every document
+    contains, like the company's name, tells nothing about which one was used). Documents scoring
+    at least ``min_ratio`` of the best are cited.
+    """
     words = content_words(sentence)
     if not docs:
         return []
+    doc_words = [content_words(f"{d.title} {d.text}") for d in docs]
     if not words:
         return list(range(len(docs)))
-    shares = []
-    for i, d in enumerate(docs):
-        overlap = len(words & content_words(f"{d.title} {d.text}")) / len(words)
-        shares.append((overlap, i))
-    chosen = [i for share, i in sorted(shares, key=lambda x: -x[0]) if share >= min_share]
-    return chosen or list(range(len(docs)))
+    n = len(docs)
+    df = {w: sum(1 for dw in doc_words if w in dw) for w in words}
+    scores = [
+        (sum(math.log(n / df[w]) for w in words & dw), i) for i, dw in enumerate(doc_words)
+    ]
+    best = max(score for score, _ in scores)
+    if best <= 0:
+        return list(range(len(docs)))
+    return [i for score, i in sorted(scores, key=lambda x: -x[0]) if score >= min_ratio * best]
