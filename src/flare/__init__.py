@@ -46,6 +46,7 @@ __all__ = [
     "CorpusIndexError",
     "Event",
     "FilterError",
+    "Filters",
     "Finished",
     "Flare",
     "FlareError",
