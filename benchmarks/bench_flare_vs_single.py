@@ -1,0 +1,78 @@
+"""FLARE direct vs single-time retrieval on the same questions, index and model.
+
+Prints, per method: wall seconds per answer, LM tokens evaluated (prompt tokens actually
+evaluated + generated) per output token, retrievals per answer, share of sentences retrieved and
+LM calls per answer — then the FLARE / single ratio of each.
+
+    .venv/bin/python benchmarks/bench_flare_vs_single.py --dataset 2wikimultihopqa --n 10 --model smollm2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from flare.config import Settings
+from flare.engine.loop import Flare
+from flare.lm.registry import resolve_model
+from flare.retrieve.corpus import load_corpus
+from flare.retrieve.tantivy_index import TantivyRetriever, build_index
+from flare.trace.tracers import MemoryTracer
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--dataset", default="2wikimultihopqa")
+    ap.add_argument("--n", type=int, default=10)
+    ap.add_argument("--offset", type=int, default=100, help="skip the dev slice")
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--theta", type=float, default=None)
+    args = ap.parse_args()
+
+    index = Path(".flare/indexes") / args.dataset
+    if not (index / "flare-index.json").exists():
+        build_index(load_corpus(DATA / args.dataset / "corpus.jsonl"), index)
+    lines = (DATA / args.dataset / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    questions = [json.loads(x)["question"] for x in lines[args.offset : args.offset + args.n]]
+    lm = resolve_model(args.model, n_threads=args.threads)
+    retriever = TantivyRetriever(index)
+    base = Settings(max_sentences=6) if args.theta is None else Settings(max_sentences=6, theta=args.theta)
+    lm.complete("warm up", max_tokens=1)
+
+    rows: dict[str, dict[str, float]] = {}
+    for method in ("single", "flare"):
+        tracer = MemoryTracer()
+        engine = Flare(lm, retriever, base.with_overrides(method=method), tracer=tracer)
+        seconds = []
+        for q in questions:
+            t0 = time.perf_counter()
+            engine.answer(q)
+            seconds.append(time.perf_counter() - t0)
+        traces = tracer.traces
+        out_tokens = sum(t.output_tokens for t in traces)
+        sentences = sum(1 for t in traces for s in t.steps if s.sentence)
+        retrieved = sum(1 for t in traces for s in t.steps if s.sentence and s.decision == "retrieve")
+        rows[method] = {
+            "seconds_per_answer": statistics.mean(seconds),
+            "lm_tokens_per_output_token": sum(t.lm_tokens_evaluated for t in traces) / max(out_tokens, 1),
+            "retrievals_per_answer": sum(t.retrievals for t in traces) / len(traces),
+            "share_of_sentences_retrieved": retrieved / max(sentences, 1),
+            "lm_calls_per_answer": sum(t.lm_calls for t in traces) / len(traces),
+            "sentences_per_answer": sentences / len(traces),
+        }
+    print(f"{args.dataset}: {len(questions)} questions, model {lm.name}")
+    print(f"{'metric':32} {'single':>10} {'flare':>10} {'flare/single':>13}")
+    for key in rows["single"]:
+        a, b = rows["single"][key], rows["flare"][key]
+        ratio = f"{b / a:.2f}" if a else "-"
+        print(f"{key:32} {a:10.3f} {b:10.3f} {ratio:>13}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The CLI's error paths: one line with a hint, a non-zero exit, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def flare(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "flare", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cli")
+    corpus = root / "c.jsonl"
+    corpus.write_text(
+        json.dumps({"id": "a", "title": "A", "text": "Alpha is a letter.", "meta": {"year": 2026}}) + "\n",
+        encoding="utf-8",
+    )
+    out = flare("index", str(corpus), "--index", str(root / "idx"), "--quiet")
+    assert out.returncode == 0, out.stderr
+    return root / "idx"
+
+
+def one_line_error(out: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert out.returncode != 0
+    lines = [x for x in out.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith("flare: error: ") and "(hint: " in lines[0]
+    for n in needles:
+        assert n in lines[0]
+
+
+def test_empty_question(index: Path) -> None:
+    one_line_error(flare("ask", "  ", "--index", str(index)), "question is empty")
+
+
+def test_missing_model_file(index: Path, tmp_path: Path) -> None:
+    one_line_error(flare("ask", "q?", "--index", str(index), "--model", str(tmp_path / "no.gguf")), "not found")
+
+
+def test_unknown_model_spec(index: Path) -> None:
+    one_line_error(flare("ask", "q?", "--index", str(index), "--model", "gpt-17"), "unknown model")
+
+
+def test_unknown_filter_field_and_malformed_filter(index: Path) -> None:
+    one_line_error(flare("ask", "q?", "--index", str(index), "--filter", "colour=red"), "colour")
+    one_line_error(flare("ask", "q?", "--index", str(index), "--filter", "year"), "cannot parse filter")
+
+
+def test_missing_index(tmp_path: Path) -> None:
+    one_line_error(flare("ask", "q?", "--index", str(tmp_path / "none")), "no index")
+
+
+def test_unknown_option_values_are_usage_errors(index: Path) -> None:
+    for args in (["--theta", "1.5"], ["--method", "magic"], ["--query", "loud"], ["-k", "0"]):
+        out = flare("ask", "q?", "--index", str(index), *args)
+        assert out.returncode == 2 and "Invalid value" in out.stderr, (args, out.stderr)
+
+
+def test_bad_corpus_files_fail_and_keep_the_existing_index(index: Path, tmp_path: Path) -> None:
+    before = sorted(p.name for p in index.iterdir())
+    bad_jsonl = tmp_path / "bad.jsonl"
+    bad_jsonl.write_text('{"id": "x", "text": "ok"}\n{not json\n', encoding="utf-8")
+    one_line_error(flare("index", str(bad_jsonl), "--index", str(index)), "bad.jsonl:2: malformed JSON")
+    binary = tmp_path / "docs"
+    binary.mkdir()
+    (binary / "blob.txt").write_bytes(b"\x00\xff\xfe binary \x00")
+    one_line_error(flare("index", str(binary), "--index", str(index)))
+    latin = tmp_path / "latin"
+    latin.mkdir()
+    (latin / "l.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    one_line_error(flare("index", str(latin), "--index", str(index)), "UTF-8")
+    assert sorted(p.name for p in index.iterdir()) == before
+    assert not [p for p in index.parent.iterdir() if p.name.startswith(".")]
