@@ -33,7 +33,7 @@ def group_words(tokens: Sequence[TokenLogprob]) -> list[Word]:
             else:
                 text, prob = pieces[-1]
                 pieces[-1] = (text + segment, min(prob, tok.prob))
-    words = []
+    words: list[Word] = []
     for text, prob in pieces:
         stripped = text.strip()
         if stripped:
