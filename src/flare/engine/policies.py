@@ -19,6 +19,7 @@ from collections.abc import Callable, Generator
 from typing import Protocol
 
 from flare.config import Settings
+from flare.engine import baselines
 from flare.engine.events import Event, Rewriting, Searching
 from flare.engine.judge import judge
 from flare.engine.step import Commit, Outcome, Piece, StepContext, dedupe
@@ -159,6 +160,10 @@ POLICIES: dict[str, Callable[[Settings], Policy]] = {
     "flare": lambda s: FlareDirect(),
     "single": lambda s: SingleRetrieval(),
     "none": lambda s: NoRetrieval(),
+    "previous_window": lambda s: baselines.PreviousWindow(),
+    "previous_sentence": lambda s: baselines.PreviousSentence(),
+    "decompose": lambda s: baselines.Decompose(),
+    "instruct": lambda s: baselines.Instruct(),
 }
 
 

@@ -1,0 +1,124 @@
+"""Few-shot prompts for evaluation, loaded from package data into engine templates.
+
+Each ``flare/data/prompts/<name>.json`` holds an instruction and exemplars written for flare:
+chain of thought ending "So the answer is …" for multi-hop and factoid questions, yes/no for
+StrategyQA, a paragraph covering every reading for ASQA. Every exemplar has its search results,
+its answer, and the same answer annotated two more ways: with self-ask ``Follow up:`` questions
+(for ``decompose``) and with ``[Search(query)]`` tags (for ``instruct``). So every method sees the
+same instruction, the same exemplar questions, documents and answers; only the retrieval
+annotations that ``decompose`` and ``instruct`` need are added to theirs (M9).
+
+Example::
+
+    from flare.evaluate.prompts import template_for
+    t = template_for("2wikimultihopqa", layout="chatml", style="answer")
+    prompt = t.render([], "Who directed Jaws?", "")
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+from flare.engine.prompts import PromptTemplate
+from flare.errors import ConfigError
+from flare.types import Passage
+
+Layout = Literal["plain", "chatml"]
+Style = Literal["answer", "decompose", "instruct"]
+
+# Which exemplar set each bundled dataset uses; other datasets get the multi-hop set.
+DATASET_PROMPTS: dict[str, str] = {
+    "2wikimultihopqa": "multihop",
+    "hotpotqa": "multihop",
+    "musique": "multihop",
+    "strategyqa": "strategyqa",
+    "asqa": "asqa",
+    "nq_open": "short",
+}
+PROMPT_SETS = ("asqa", "multihop", "short", "strategyqa")
+
+_QUESTION_ONLY = PromptTemplate("plain", "", "", "", ())  # renders docs block + question, as live turns
+
+
+@dataclass(frozen=True, slots=True)
+class Exemplar:
+    """One worked example: question, its documents, and the answer in each annotation style."""
+
+    question: str
+    docs: tuple[Passage, ...]
+    answers: dict[str, str]  # style -> answer text
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSet:
+    """An instruction and its exemplars, as stored in ``data/prompts/<name>.json``."""
+
+    name: str
+    instruction: str
+    extra: dict[str, str]  # style -> sentence added to the instruction
+    exemplars: tuple[Exemplar, ...]
+
+
+@cache
+def load_prompt_set(name: str) -> PromptSet:
+    """Read a bundled prompt set by name (``multihop``, ``strategyqa``, ``asqa``, ``short``)."""
+    if name not in PROMPT_SETS:
+        raise ConfigError(f"no prompt set named {name!r}", f"choose one of: {', '.join(PROMPT_SETS)}")
+    raw: dict[str, Any] = json.loads(
+        resources.files("flare").joinpath(f"data/prompts/{name}.json").read_text(encoding="utf-8")
+    )
+    exemplars = tuple(
+        Exemplar(
+            question=e["question"],
+            docs=tuple(Passage(id=t, title=t, text=x) for t, x in e["docs"]),
+            answers={"answer": e["answer"], "decompose": e["decompose"], "instruct": e["instruct"]},
+        )
+        for e in raw["exemplars"]
+    )
+    extra = {"answer": "", "decompose": raw["decompose_instruction"], "instruct": raw["instruct_instruction"]}
+    return PromptSet(raw["name"], raw["instruction"], extra, exemplars)
+
+
+def prompt_set_for(dataset: str) -> str:
+    """The exemplar set a dataset uses (by its folder name)."""
+    return DATASET_PROMPTS.get(dataset, "multihop")
+
+
+def template_for(dataset: str, *, layout: Layout = "chatml", style: Style = "answer") -> PromptTemplate:
+    """The engine template for ``dataset`` in ``layout``, with exemplars annotated for ``style``."""
+    ps = load_prompt_set(prompt_set_for(dataset))
+    instruction = f"{ps.instruction} {ps.extra[style]}".strip()
+    if layout == "plain":
+        blocks = [instruction, ""]
+        for ex in ps.exemplars:
+            blocks.append(f"{_QUESTION_ONLY.render(ex.docs, ex.question, '')}\nAnswer: {ex.answers[style]}\n")
+        return PromptTemplate("plain", "\n".join(blocks) + "\n", "", "\nAnswer:", ("\n", "Question:"))
+    parts = [f"<|im_start|>system\n{instruction}<|im_end|>\n"]
+    for ex in ps.exemplars:
+        parts.append(f"<|im_start|>user\n{_QUESTION_ONLY.render(ex.docs, ex.question, '')}<|im_end|>\n")
+        parts.append(f"<|im_start|>assistant\n{ex.answers[style]}<|im_end|>\n")
+    return PromptTemplate(
+        "chatml",
+        "".join(parts),
+        "<|im_start|>user\n",
+        "<|im_end|>\n<|im_start|>assistant\n",
+        ("<|im_end|>", "\n", "<|im_start|>"),
+    )
+
+
+def layout_for(chat_template: str | None) -> Layout:
+    """``chatml`` for models whose chat template uses ChatML turns, else ``plain`` (as the engine)."""
+    return "chatml" if chat_template and "<|im_start|>" in chat_template else "plain"
+
+
+def style_for(method: str) -> Style:
+    """The exemplar annotation a method needs: follow-ups, search tags, or plain answers."""
+    if method == "decompose":
+        return "decompose"
+    if method == "instruct":
+        return "instruct"
+    return "answer"
