@@ -1,0 +1,120 @@
+"""``flare serve``: the HTTP API (JSON, server-sent events, OpenAI-compatible chat) over an index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flare.cli.options import run_options, settings_from
+from flare.config import Settings
+from flare.errors import ConfigError
+
+
+@click.command()
+@click.option(
+    "--index",
+    "index_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Index directory built by `flare index`.",
+)
+@click.option(
+    "--keys",
+    "keys_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="API key file (TOML or JSON): key -> principal, ACL groups, default filters.",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. Keep 127.0.0.1 behind a TLS-terminating proxy.",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--max-concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Answers in progress at once; more get HTTP 429.",
+)
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(min=1024),
+    default=64_000,
+    show_default=True,
+    help="Largest request body; larger ones get HTTP 413.",
+)
+@click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Also append every answer's trace to this JSONL file (for the viewer).",
+)
+@click.option(
+    "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
+)
+@run_options
+def serve(
+    index_dir: Path,
+    keys_path: Path,
+    host: str,
+    port: int,
+    max_concurrency: int,
+    max_body_bytes: int,
+    trace_path: Path | None,
+    log_level: str,
+    model_spec: str | None,
+    threads: int | None,
+    **opts: Any,
+) -> None:
+    """Serve answers over HTTP: /v1/answers, /v1/chat/completions, /v1/traces, /viewer, /metrics.
+
+    The run options (--max-seconds, --max-retrievals, --max-sentences, …) are the defaults and
+    the maxima of every request: a request may lower its budgets, never raise them.
+    """
+    try:
+        import uvicorn
+
+        from flare.server import KeyStore, Limits, create_app
+        from flare.server.logs import configure
+    except ImportError as err:
+        raise ConfigError(
+            f"the server needs packages that are not installed ({err.name})",
+            "pip install 'flare-rag[server]'",
+        ) from None
+    from flare.engine.loop import Flare
+    from flare.lm.registry import resolve_model
+    from flare.retrieve.tantivy_index import TantivyRetriever
+    from flare.trace.tracers import JsonlTracer
+
+    keys = KeyStore.load(keys_path)
+    retriever = TantivyRetriever(index_dir)
+    settings = settings_from(Settings(), opts)
+    limits = Limits(
+        max_concurrency=max_concurrency,
+        max_body_bytes=max_body_bytes,
+        max_seconds=settings.max_seconds,
+        max_retrievals=settings.max_retrievals,
+        max_output_tokens=settings.max_output_tokens,
+        max_sentences=settings.max_sentences,
+    )
+
+    def engine() -> Flare:
+        tracer = JsonlTracer(trace_path) if trace_path else None
+        return Flare(resolve_model(model_spec, n_threads=threads), retriever, settings, tracer=tracer)
+
+    configure(log_level)
+    click.echo(f"flare: serving {index_dir} on http://{host}:{port} (viewer: /viewer/)", err=True)
+    uvicorn.run(
+        create_app(engine, keys, limits),
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,  # flare.server writes one JSON line per request instead
+        timeout_graceful_shutdown=5,
+    )

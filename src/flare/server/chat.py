@@ -1,0 +1,153 @@
+"""``POST /v1/chat/completions``: FLARE behind the OpenAI chat API, so chat clients work as is.
+
+The question is the last user message; earlier turns and system messages are not used (FLARE
+answers one question from the index). ``max_tokens`` / ``max_completion_tokens`` lower the
+output budget; sampling knobs (``temperature``, ``top_p``, …) are accepted and ignored because
+decoding is greedy. flare extensions travel in the body (``extra_body`` in the OpenAI SDK):
+``filters``, ``max_seconds``, ``max_retrievals``, ``max_sentences``. The reply's content is the
+rendered answer with ``[n]`` markers and its source list; ``flare`` holds the structured answer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from flare.engine.events import Finished, Rewriting, Searching, SentenceAccepted
+from flare.engine.loop import MAX_QUESTION_CHARS
+from flare.server import sse
+from flare.server.common import (
+    ClientGone,
+    authenticate,
+    chained,
+    collect,
+    error_for,
+    first_item,
+    parse,
+    settings_for,
+    trusted_filters,
+)
+from flare.server.errors import ApiError
+from flare.server.limits import Limits
+from flare.server.runner import Failure, Item, Service
+from flare.types import Answer
+
+CLIENT_CLOSED = 499
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatRequest(BaseModel):
+    """The OpenAI chat request, plus flare's optional filters and budgets."""
+
+    model_config = ConfigDict(extra="allow")  # clients send many knobs; unknown ones are ignored
+
+    model: str | None = None
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    n: int | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    filters: list[str] = Field(default_factory=list)
+    max_seconds: float | None = None
+    max_retrievals: int | None = None
+    max_sentences: int | None = None
+
+
+async def chat_completions(request: Request) -> Response:
+    principal = authenticate(request)
+    body = await parse(request, ChatRequest)
+    if body.n not in (None, 1):
+        raise ApiError(400, "invalid_request_error", "n must be 1: answers are deterministic")
+    question = _question(body)
+    service: Service = request.app.state.service
+    flt = trusted_filters(service, principal, body.filters)
+    out_tokens = min((t for t in (body.max_tokens, body.max_completion_tokens) if t is not None), default=None)
+    settings = settings_for(
+        request,
+        {
+            "max_output_tokens": out_tokens,
+            "max_seconds": body.max_seconds,
+            "max_retrievals": body.max_retrievals,
+            "max_sentences": body.max_sentences,
+        },
+    )
+    run = service.start(principal, question, flt, settings)
+    try:
+        first = await first_item(run, request)
+    except BaseException:
+        run.cancel()
+        raise
+    meta = {"id": f"chatcmpl-{run.id}", "created": int(time.time()), "model": service.engine.lm.name}
+    if body.stream:
+        limits: Limits = request.app.state.limits
+        events = chained(first, run, limits.heartbeat_seconds)
+        return StreamingResponse(_chunks(events, meta, request), media_type=sse.MEDIA_TYPE,
+                                 headers=sse.HEADERS)  # fmt: skip
+    try:
+        answer = await collect(run, request)
+    except ClientGone:
+        return Response(status_code=CLIENT_CLOSED)
+    message = {"role": "assistant", "content": answer.render()}
+    choice = {"index": 0, "message": message, "finish_reason": finish_reason(answer), "logprobs": None}
+    return JSONResponse({**meta, "object": "chat.completion", "choices": [choice], "flare": answer.to_dict()})
+
+
+def finish_reason(answer: Answer) -> str:
+    """OpenAI's ``length`` when a budget ended the answer, else ``stop``."""
+    return "length" if answer.stop_reason.startswith("max_") else "stop"
+
+
+async def _chunks(events: AsyncIterator[Item | None], meta: dict[str, Any], request: Request) -> AsyncIterator[bytes]:
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return sse.message(None, {**meta, "object": "chat.completion.chunk", "choices": [choice], **extra})
+
+    text = sse.Delta()
+    yield chunk({"role": "assistant", "content": ""})
+    async for item in events:
+        if item is None:
+            yield sse.comment("keep-alive")
+        elif isinstance(item, Failure):
+            yield sse.message(None, error_for(item.error, request).body())
+            return
+        elif isinstance(item, Searching | Rewriting):
+            yield sse.comment(f"{item.type} step={item.step}")
+        elif isinstance(item, SentenceAccepted):
+            yield chunk({"content": text.add(item.sentence)})
+        elif isinstance(item, Finished):
+            rest = text.finish(item.answer)
+            if rest:
+                yield chunk({"content": rest})
+            yield chunk({}, finish_reason(item.answer), flare=item.answer.to_dict())
+            yield sse.message(None, "[DONE]")
+            return
+
+
+def _question(body: ChatRequest) -> str:
+    for message in reversed(body.messages):
+        if message.role != "user":
+            continue
+        content = message.content
+        if isinstance(content, list):
+            content = " ".join(str(part.get("text", "")) for part in content if part.get("type") == "text")
+        if content and content.strip():
+            if len(content) > MAX_QUESTION_CHARS:
+                raise ApiError(400, "invalid_request_error",
+                               f"the question is longer than {MAX_QUESTION_CHARS} characters")  # fmt: skip
+            return content
+    raise ApiError(400, "invalid_request_error", "no user message with text to answer")
+
+
+ROUTES = [Route("/v1/chat/completions", chat_completions, methods=["POST"])]

@@ -1,0 +1,115 @@
+"""Operational limits of the server: budgets per answer, request size and concurrency.
+
+Each limit exists so that one caller cannot take the machine from the others: budgets bound the
+work of one answer (SPEC C2), the body limit bounds memory per request, and the concurrency
+gate bounds how many answers wait on the single language model at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, fields
+
+from starlette.requests import Request
+
+from flare.config import Settings
+from flare.errors import ConfigError
+from flare.server.errors import ApiError
+
+BUDGETS: tuple[str, ...] = ("max_seconds", "max_retrievals", "max_output_tokens", "max_sentences")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Server-side maxima. A request may lower a budget, never raise it above these.
+
+    Example::
+
+        create_app(engine, keys, Limits(max_concurrency=2, max_seconds=30))
+    """
+
+    max_concurrency: int = 4  # answers in progress at once; the next one gets 429
+    max_body_bytes: int = 64_000  # a question is at most 4,000 characters; 64 kB is plenty
+    max_seconds: float = 60.0
+    max_retrievals: int = 8
+    max_output_tokens: int = 256
+    max_sentences: int = 12
+    max_traces: int = 1000  # traces kept in memory for GET /v1/traces/{id}, oldest dropped
+    heartbeat_seconds: float = 10.0  # SSE comment when nothing else was sent, keeps proxies open
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value < 0 or (value == 0 and f.name != "max_retrievals"):
+                raise ConfigError(f"limit {f.name}={value} is out of range", f"set {f.name} above 0")
+
+
+def budget_settings(base: Settings, limits: Limits, requested: dict[str, float | int | None]) -> Settings:
+    """``base`` with each budget set to the smallest of base, server maximum and request.
+
+    A request value above the server maximum is clamped, not rejected: chat clients often send a
+    large ``max_tokens`` by default, and the answer says which cap ended it (``stop_reason``).
+    """
+    changes: dict[str, float | int] = {}
+    for name in BUDGETS:
+        value = min(getattr(base, name), getattr(limits, name))
+        asked = requested.get(name)
+        if asked is not None:
+            if asked <= 0 and name != "max_retrievals":
+                raise ApiError(400, "invalid_request_error", f"{name} must be positive")
+            if asked < 0:
+                raise ApiError(400, "invalid_request_error", f"{name} must not be negative")
+            value = min(value, asked)
+        changes[name] = value
+    return base.with_overrides(**changes)
+
+
+class Gate:
+    """Counts answers in progress; :meth:`enter` fails when ``limit`` are running.
+
+    Released from the worker thread when generation has really stopped, not when the response
+    ends, so a client that disconnects frees its slot only once the model is free again.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._active = 0
+
+    @property
+    def active(self) -> int:
+        return self._active
+
+    def enter(self) -> None:
+        with self._lock:
+            if self._active >= self.limit:
+                raise ApiError(
+                    429,
+                    "rate_limit_exceeded",
+                    f"the server is busy: {self._active} answers in progress (limit {self.limit}); retry shortly",
+                    headers={"Retry-After": "1"},
+                )
+            self._active += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._active = max(0, self._active - 1)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, or 413 as soon as it is known to exceed ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "request_too_large", f"the request body is larger than {limit} bytes")

@@ -1,0 +1,160 @@
+"""The flare-native routes: answers (JSON or SSE), traces, health, metrics and the viewer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from importlib.resources import files
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from flare.engine.loop import MAX_QUESTION_CHARS
+from flare.server import sse
+from flare.server.common import (
+    ClientGone,
+    authenticate,
+    chained,
+    collect,
+    error_for,
+    first_item,
+    parse,
+    settings_for,
+    trusted_filters,
+)
+from flare.server.errors import not_found
+from flare.server.limits import BUDGETS, Limits
+from flare.server.runner import Failure, Item, Service
+
+CLIENT_CLOSED = 499  # nginx's "client closed request": logged, never seen by a client
+VIEWER_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+
+
+class AnswerRequest(BaseModel):
+    """Body of ``POST /v1/answers``. Budgets may only lower the server's maxima."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    filters: list[str] = Field(default_factory=list)
+    stream: bool = False
+    max_seconds: float | None = None
+    max_retrievals: int | None = None
+    max_output_tokens: int | None = None
+    max_sentences: int | None = None
+
+
+async def answers(request: Request) -> Response:
+    """``POST /v1/answers``: the cited answer as JSON, or as ``flare.sse/1`` events."""
+    principal = authenticate(request)
+    body = await parse(request, AnswerRequest)
+    service: Service = request.app.state.service
+    flt = trusted_filters(service, principal, body.filters)
+    settings = settings_for(request, {name: getattr(body, name) for name in BUDGETS})
+    wants_stream = body.stream or "text/event-stream" in request.headers.get("accept", "")
+    run = service.start(principal, body.question, flt, settings)
+    try:
+        first = await first_item(run, request)
+    except BaseException:
+        run.cancel()
+        raise
+    if wants_stream:
+        limits: Limits = request.app.state.limits
+        events = chained(first, run, limits.heartbeat_seconds)
+        return StreamingResponse(_flare_stream(events, request), media_type=sse.MEDIA_TYPE, headers=sse.HEADERS)
+    try:
+        answer = await collect(run, request)
+    except ClientGone:
+        return Response(status_code=CLIENT_CLOSED)
+    budgets = {name: getattr(settings, name) for name in BUDGETS}
+    return JSONResponse({"object": "flare.answer", **answer.to_dict(), "budgets": budgets})
+
+
+async def _flare_stream(events: AsyncIterator[Item | None], request: Request) -> AsyncIterator[bytes]:
+    yield sse.comment(sse.SSE_VERSION)
+    async for item in events:
+        if item is None:
+            yield sse.comment("keep-alive")
+        elif isinstance(item, Failure):
+            yield sse.flare_error(error_for(item.error, request).body())
+            return
+        else:
+            yield sse.flare_event(item)
+
+
+async def trace(request: Request) -> Response:
+    """``GET /v1/traces/{id}``: the trace of one of the caller's own answers, else 404."""
+    principal = authenticate(request)
+    service: Service = request.app.state.service
+    found = service.traces.get(request.path_params["trace_id"], principal)
+    if found is None:
+        raise not_found("trace")
+    return JSONResponse(found)
+
+
+async def health(request: Request) -> Response:
+    service: Service = request.app.state.service
+    return JSONResponse(
+        {
+            "status": "ok",
+            "model": service.engine.lm.name,
+            "retriever": service.engine.retriever.name,
+            "in_flight": service.gate.active,
+            "max_concurrency": service.gate.limit,
+        }
+    )
+
+
+async def metrics(request: Request) -> Response:
+    service: Service = request.app.state.service
+    return PlainTextResponse(service.metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+async def models(request: Request) -> Response:
+    """``GET /v1/models``: the one model this server answers with (OpenAI clients list it)."""
+    authenticate(request)
+    service: Service = request.app.state.service
+    model: dict[str, Any] = {"id": service.engine.lm.name, "object": "model", "owned_by": "flare"}
+    return JSONResponse({"object": "list", "data": [model]})
+
+
+_VIEWER_FILES = {
+    "index.html": "text/html; charset=utf-8",
+    "viewer.js": "text/javascript; charset=utf-8",
+    "viewer.css": "text/css; charset=utf-8",
+}
+
+
+def _viewer_file(name: str) -> Response:
+    text = (files("flare.viewer") / name).read_text(encoding="utf-8")
+    headers = {"Content-Security-Policy": VIEWER_CSP, "X-Content-Type-Options": "nosniff",
+               "Cache-Control": "no-cache"}  # fmt: skip
+    return Response(text, media_type=_VIEWER_FILES[name], headers=headers)
+
+
+async def viewer(request: Request) -> Response:
+    name = request.path_params.get("name", "index.html")
+    if name not in _VIEWER_FILES:
+        raise not_found("file")
+    return _viewer_file(name)
+
+
+async def viewer_redirect(request: Request) -> Response:
+    return RedirectResponse("/viewer/", status_code=308)
+
+
+ROUTES = [
+    Route("/v1/answers", answers, methods=["POST"]),
+    Route("/v1/traces/{trace_id}", trace, methods=["GET"]),
+    Route("/v1/models", models, methods=["GET"]),
+    Route("/healthz", health, methods=["GET"]),
+    Route("/metrics", metrics, methods=["GET"]),
+    Route("/viewer", viewer_redirect, methods=["GET"]),
+    Route("/viewer/", viewer, methods=["GET"]),
+    Route("/viewer/{name}", viewer, methods=["GET"]),
+]

@@ -1,0 +1,278 @@
+"""Running one answer in a worker thread and handing its events to the event loop.
+
+The engine is a synchronous generator and a language model instance is not thread-safe, so:
+
+* each answer runs in its own worker thread, which pushes events to an asyncio queue;
+* every LM call of every answer goes through one lock (:class:`SharedLM`), and so does every
+  search (:class:`SharedRetriever`); answers interleave sentence by sentence;
+* when the client goes away the run is cancelled: the LM stops after its current token, the
+  next LM call raises :class:`Cancelled`, and the engine's generator is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from flare.config import Settings
+from flare.engine.events import Event, Finished
+from flare.engine.loop import Flare
+from flare.lm.base import LanguageModel, StopWhen
+from flare.retrieve.base import Retriever
+from flare.retrieve.filters import Filters
+from flare.server.auth import Principal
+from flare.server.limits import Gate
+from flare.server.metrics import Metrics
+from flare.server.traces import CaptureTracer, TraceStore
+from flare.trace.tracers import NullTracer, Tracer
+from flare.types import Completion, Hit
+
+log = logging.getLogger("flare.server")
+_POLL = 0.1  # seconds between checks for cancellation while waiting for the model
+
+
+class Cancelled(BaseException):
+    """The client went away: stop generating (a BaseException so no handler swallows it)."""
+
+
+class SharedLM:
+    """One model shared by all answers: calls are serialised and stop once a run is cancelled."""
+
+    def __init__(self, lm: LanguageModel, lock: threading.Lock, cancel: threading.Event) -> None:
+        self.lm, self._lock, self._cancel = lm, lock, cancel
+        self.name = lm.name
+        self.supports_logprobs = lm.supports_logprobs
+        self.supports_logit_bias = lm.supports_logit_bias
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int,
+        stop: Sequence[str] = (),
+        stop_when: StopWhen | None = None,
+        logit_bias: Mapping[str, float] | None = None,
+    ) -> Completion:
+        def until(text: str) -> bool:
+            return self._cancel.is_set() or (stop_when is not None and stop_when(text))
+
+        with self._held():
+            result = self.lm.complete(prompt, max_tokens=max_tokens, stop=stop, stop_when=until, logit_bias=logit_bias)
+        if self._cancel.is_set():
+            raise Cancelled  # the completion may have been cut short: it must not be used
+        return result
+
+    def count_tokens(self, text: str) -> int:
+        with self._held():
+            return self.lm.count_tokens(text)
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[None]:
+        while not self._lock.acquire(timeout=_POLL):
+            if self._cancel.is_set():
+                raise Cancelled
+        try:
+            if self._cancel.is_set():
+                raise Cancelled
+            yield
+        finally:
+            self._lock.release()
+
+
+class SharedRetriever:
+    """A retriever shared by all answers; searches are serialised (they take milliseconds)."""
+
+    def __init__(self, retriever: Retriever) -> None:
+        self.retriever = retriever
+        self.name = retriever.name
+        self._lock = threading.Lock()
+
+    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        with self._lock:
+            return self.retriever.search(query, k=k, filters=filters)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """The worker raised ``error``; the route turns it into an HTTP or SSE error."""
+
+    error: BaseException
+
+
+_END = object()
+Item = Event | Failure
+
+
+class Service:
+    """Everything the routes share: the engine, locks, the gate, traces and metrics."""
+
+    def __init__(self, engine: Flare, gate: Gate, traces: TraceStore, metrics: Metrics) -> None:
+        self.engine = engine
+        self.gate = gate
+        self.traces = traces
+        self.metrics = metrics
+        self.lm_lock = threading.Lock()
+        self.retriever = SharedRetriever(engine.retriever)
+        self.forward: Tracer | None = None if isinstance(engine.tracer, NullTracer) else engine.tracer
+        self._runs: set[Run] = set()
+        self._runs_lock = threading.Lock()
+
+    def start(self, principal: Principal, question: str, filters: Filters, settings: Settings) -> Run:
+        """Enter the gate (or raise 429) and start generating in a worker thread."""
+        self.gate.enter()
+        run: Run | None = None
+        try:
+            run = Run(self, principal, question, filters, settings)
+            with self._runs_lock:
+                self._runs.add(run)
+            run.start()
+        except BaseException:
+            if run is not None:
+                with self._runs_lock:
+                    self._runs.discard(run)
+            self.gate.leave()
+            raise
+        return run
+
+    def cancel_all(self) -> None:
+        """Stop every run (server shutdown)."""
+        with self._runs_lock:
+            runs = list(self._runs)
+        for run in runs:
+            run.cancel()
+
+    def _finished(self, run: Run) -> None:
+        with self._runs_lock:
+            self._runs.discard(run)
+        self.gate.leave()
+
+
+class Run:
+    """One answer in progress. Iterate :meth:`items` on the event loop; :meth:`cancel` to stop."""
+
+    def __init__(
+        self, service: Service, principal: Principal, question: str, filters: Filters, settings: Settings
+    ) -> None:
+        self.id = uuid.uuid4().hex
+        self.service = service
+        self.principal = principal
+        self.question = question
+        self.filters = filters
+        self.settings = settings
+        self.cancelled = threading.Event()
+        self.capture = CaptureTracer(service.forward)
+        self.started = time.perf_counter()
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+
+    def start(self) -> None:
+        threading.Thread(target=self._work, name="flare-answer", daemon=True).start()
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+    async def first(self, timeout: float) -> Item | None:
+        """The first item if it comes within ``timeout`` seconds (it is not seen again)."""
+        try:
+            item = await asyncio.wait_for(self._queue.get(), timeout)
+        except TimeoutError:
+            return None
+        if item is _END:
+            self._queue.put_nowait(_END)
+            return None
+        assert isinstance(item, Event | Failure)
+        return item
+
+    async def items(self, heartbeat: float | None = None) -> AsyncGenerator[Item | None, None]:
+        """Every item until the end; None when ``heartbeat`` seconds passed without one.
+
+        Leaving the iteration early (client gone, response cancelled) cancels the run.
+        """
+        try:
+            while True:
+                get = asyncio.ensure_future(self._queue.get())
+                done, _ = await asyncio.wait({get}, timeout=heartbeat)
+                if not done:
+                    get.cancel()
+                    yield None
+                    continue
+                item = get.result()
+                if item is _END:
+                    return
+                assert isinstance(item, Event | Failure)
+                yield item
+        finally:
+            self.cancel()
+
+    def _push(self, item: object) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+        except RuntimeError:  # the event loop is closed: nobody is listening any more
+            self.cancelled.set()
+
+    def _work(self) -> None:
+        service = self.service
+        base = service.engine
+        engine = Flare(
+            SharedLM(base.lm, service.lm_lock, self.cancelled),
+            service.retriever,
+            self.settings,
+            template=base.template,
+            tracer=self.capture,
+        )
+        outcome, answer = "cancelled", None
+        events = engine.stream(self.question, filters=self.filters)
+        try:
+            for event in events:
+                if self.cancelled.is_set():
+                    break
+                if isinstance(event, Finished):
+                    answer = event.answer
+                    outcome = "finished"
+                    self._record(event)
+                self._push(event)
+        except Cancelled:
+            pass
+        except Exception as err:
+            outcome = "error"
+            log.exception("answer failed", extra={"fields": {"principal": self.principal.name}})
+            self._push(Failure(err))
+        finally:
+            close = getattr(events, "close", None)
+            if callable(close):
+                with contextlib.suppress(Cancelled):
+                    close()  # runs the engine's cleanup; it raises Cancelled if it calls the LM
+            if outcome == "cancelled":
+                service.metrics.inc("flare_cancelled_total")
+            elif outcome == "error":
+                service.metrics.inc("flare_errors_total")
+            self._push(_END)
+            service._finished(self)
+            fields = {
+                "event": "answer",
+                "outcome": outcome,
+                "principal": self.principal.name,
+                "seconds": round(time.perf_counter() - self.started, 4),
+            }
+            if answer is not None:
+                fields.update(
+                    trace_id=answer.trace_id,
+                    stop_reason=answer.stop_reason,
+                    sentences=len(answer.sentences),
+                    retrievals=answer.retrievals,
+                    lm_calls=answer.lm_calls,
+                )
+            log.info("answer %s", outcome, extra={"fields": fields})
+
+    def _record(self, event: Finished) -> None:
+        trace = self.capture.trace
+        if trace is not None:
+            self.service.traces.put(self.principal, trace)
+        seconds = time.perf_counter() - self.started
+        self.service.metrics.record_answer(event.answer.to_dict(), trace, seconds)

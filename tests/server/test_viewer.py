@@ -1,0 +1,151 @@
+"""The trace viewer in real headless Chromium: a served trace and a trace file.
+
+Needs the Debian ``chromium`` package (``/usr/bin/chromium``) and the ``playwright`` Python
+package; ``playwright install`` is not needed because the system browser is used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flare.config import Settings
+from flare.engine.loop import Flare
+from flare.retrieve.filters import Filters
+from flare.retrieve.tantivy_index import TantivyRetriever
+from flare.server import Limits, create_app
+from flare.trace.tracers import JsonlTracer
+from tests.server.support import (
+    DRAFT_SENTINEL,
+    FINANCE_KEY,
+    QUESTION,
+    REGEN,
+    STAFF_KEY,
+    TEMPLATE,
+    LiveServer,
+    keys,
+    scripted,
+)
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+if not CHROMIUM.exists():
+    pytest.skip(
+        "/usr/bin/chromium is absent: apt-get update && apt-get install -y chromium",
+        allow_module_level=True,
+    )
+
+from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1200, "height": 1400})
+    pg = context.new_page()
+    errors: list[str] = []
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error" and "401" not in message.text and "404" not in message.text:
+            errors.append(message.text)  # failed fetches we provoke on purpose are expected
+
+    pg.on("console", on_console)
+    pg.on("pageerror", lambda err: errors.append(str(err)))
+    yield pg
+    context.close()
+    assert not errors, errors  # no script errors, no CSP violations
+
+
+@pytest.fixture()
+def server(index_dir: Path) -> Iterator[LiveServer]:
+    engine = Flare(scripted(), TantivyRetriever(index_dir), Settings(theta=0.5), template=TEMPLATE)
+    with LiveServer(create_app(engine, keys(), Limits())) as live:
+        yield live
+
+
+def _rgb(css: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", css)[:3])
+
+
+def test_viewer_renders_a_served_trace(server: LiveServer, page: Page) -> None:
+    with server.client(STAFF_KEY) as http:
+        answer = http.post("/v1/answers", json={"question": QUESTION}).json()
+    page.goto(f"{server.url}/viewer/#trace={answer['trace_id']}")
+    assert page.input_value("#trace-id") == answer["trace_id"]
+
+    page.fill("#api-key", FINANCE_KEY)  # another caller: the trace is not theirs
+    page.click("#load-trace")
+    page.wait_for_selector("#status.error")
+    assert "404" in page.inner_text("#status")
+
+    page.fill("#api-key", STAFF_KEY)
+    page.click("#load-trace")
+    page.wait_for_selector(f"body[data-loaded='{answer['trace_id']}']")
+
+    steps = page.locator("article.step")
+    assert steps.count() == 3  # first sentence, regenerated sentence, the end
+    low = page.locator("#trace .tok.low")
+    assert low.count() == 1
+    assert low.first.inner_text().strip() == DRAFT_SENTINEL
+    assert low.first.get_attribute("data-p") == "0.05"
+    red, green, blue = _rgb(low.first.evaluate("e => getComputedStyle(e).backgroundColor"))
+    assert red > green > blue, "a low token is shaded on the red end of the scale"
+    confident = page.locator("article.step").nth(1).locator(".tok:not(.low)").first
+    assert confident.evaluate("e => getComputedStyle(e).backgroundColor") == "rgba(0, 0, 0, 0)"
+
+    second = steps.nth(1)
+    assert "retrieve" in second.locator(".decision").inner_text()
+    assert second.locator("ul.queries li").count() >= 1
+    assert "travel-2026" in second.locator("table").inner_text()
+    assert REGEN.strip() in second.locator(".sentence").inner_text()
+    assert "[1]" in second.locator(".sentence .cite").all_inner_texts()
+    assert "Sources:" in page.inner_text(".answer")
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "viewer.png"), full_page=True)
+    assert (ARTIFACTS / "viewer.png").stat().st_size > 10_000
+
+
+def test_viewer_asks_and_shows_the_new_trace(server: LiveServer, page: Page) -> None:
+    page.goto(f"{server.url}/viewer/")
+    page.fill("#api-key", STAFF_KEY)
+    page.fill("#question", QUESTION)
+    page.click("#ask")
+    page.wait_for_selector("body[data-loaded]")
+    assert page.locator("#trace .tok.low").count() == 1
+    assert page.input_value("#trace-id") == page.get_attribute("body", "data-loaded")
+
+
+def test_viewer_opens_a_trace_file(index_dir: Path, tmp_path: Path, page: Page, server: LiveServer) -> None:
+    """A JSONL file as ``flare ask --trace`` writes it (JsonlTracer), several traces in it."""
+    path = tmp_path / "trace.jsonl"
+    engine = Flare(scripted(), TantivyRetriever(index_dir), Settings(theta=0.5), template=TEMPLATE,
+                   tracer=JsonlTracer(path))  # fmt: skip
+    staff = Filters.any_of("acl", ["staff"])
+    engine.answer(QUESTION, filters=staff)
+    engine.answer("How fast are travel expenses reimbursed?", filters=staff)
+    page.goto(f"{server.url}/viewer/")
+    page.set_input_files("#trace-file", str(path))
+    page.wait_for_selector("body[data-loaded]")
+    assert page.locator("#trace-pick option").count() == 2
+    assert "How fast" in page.inner_text(".summary h2")
+    page.select_option("#trace-pick", "0")
+    page.wait_for_function("document.querySelector('.summary h2').textContent.startsWith('How are')")
+    assert page.locator("#trace .tok.low").count() == 1
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "viewer-file.png"), full_page=True)
