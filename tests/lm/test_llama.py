@@ -1,7 +1,8 @@
 """Tests of the llama.cpp backend.
 
-Unmarked tests need no model; ``@pytest.mark.model`` tests run the bundled SmolLM2 (and one runs
-Gemma 3) with short prompts and at most 32 new tokens, so the file stays well under a minute.
+Unmarked tests need neither llama.cpp nor a model; ``@pytest.mark.model`` tests use the bundled
+SmolLM2 (one uses Gemma 3) with short prompts and at most 32 new tokens, so the file stays well
+under a minute.
 Expected texts are never hard-coded beyond what greedy decoding of a pinned model makes stable:
 most tests derive their expectations from an unconstrained run of the same prompt.
 """
@@ -104,6 +105,7 @@ def test_settings_are_validated(monkeypatch: pytest.MonkeyPatch) -> None:
         LlamaCppModel("m.gguf")
 
 
+@pytest.mark.model
 def test_default_model_path_points_at_the_bundled_file() -> None:
     path = default_model_path()
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.is_file()
@@ -289,6 +291,7 @@ def test_gemma_keeps_leading_spaces_and_groups_chinese(make_llama: MakeLlama) ->
 # -- model specs --------------------------------------------------------------------------------
 
 
+@pytest.mark.model
 def test_resolve_model_specs(tmp_path: Path) -> None:
     lm = resolve_model(None, n_ctx=256)
     assert isinstance(lm, LlamaCppModel) and lm.name == "smollm2" and lm.n_ctx == 256

@@ -140,8 +140,8 @@ class LlamaCppModel:
     @property
     def chat_template(self) -> str | None:
         """The model's chat template from its GGUF metadata (never applied automatically)."""
-        C = self._load()
-        raw = C.llama_model_chat_template(self._model, None)
+        with self._lock:
+            raw = self._load().llama_model_chat_template(self._model, None)
         return raw.decode("utf-8") if raw else None
 
     def load(self) -> None:
@@ -182,6 +182,8 @@ class LlamaCppModel:
 
         Finish reasons: ``"stop"`` (stop sequence or end-of-text token), ``"sentence"``
         (``stop_when`` said so), ``"length"`` (``max_tokens`` or the context window is full).
+        Byte tokens are merged into whole characters carrying the summed log-probability (a
+        character cut off by ``max_tokens`` is dropped; bytes that are not UTF-8 become U+FFFD).
         Raises :class:`ModelError` when the prompt alone does not fit in ``n_ctx``.
         """
         if max_tokens < 0:
@@ -274,16 +276,16 @@ class LlamaCppModel:
         if keep == len(ids) == c.prompt_len and c.prompt_logits is not None:
             self._truncate(c, keep)  # same prompt again: its logits are still valid
             return c.prompt_logits, 0
-        keep = max(0, min(keep, len(ids) - _MIN_CHUNK))  # one batch of at least _MIN_CHUNK
-        self._truncate(c, keep)
+        keep = self._truncate(c, max(0, min(keep, len(ids) - _MIN_CHUNK)))  # one batch ≥ _MIN_CHUNK
         self._decode(c, ids[keep:])
         logits = self._logits(c).copy()
         c.prompt_len, c.prompt_logits = len(ids), logits
         return logits, len(ids) - keep
 
-    def _truncate(self, c: _Context, keep: int) -> None:
+    def _truncate(self, c: _Context, keep: int) -> int:
+        """Drop the cache past ``keep`` tokens; returns how many tokens are really kept."""
         if keep >= len(c.tokens):
-            return
+            return len(c.tokens)
         C = self._load()
         memory = C.llama_get_memory(c.ptr)
         if not C.llama_memory_seq_rm(memory, 0, keep, -1):
@@ -292,11 +294,12 @@ class LlamaCppModel:
         del c.tokens[keep:]
         if keep < c.prompt_len:
             c.prompt_len, c.prompt_logits = 0, None
+        return keep
 
     def _decode(self, c: _Context, ids: Sequence[int]) -> None:
         C = self._load()
         n_chunks = -(-len(ids) // C.llama_n_batch(c.ptr))
-        step = -(-len(ids) // max(n_chunks, 1))  # even chunks: no short tail batch
+        step = -(-len(ids) // n_chunks) if ids else 1  # even chunks: no short tail batch
         for i in range(0, len(ids), step):
             chunk = ids[i : i + step]
             arr = (C.llama_token * len(chunk))(*chunk)
