@@ -106,7 +106,7 @@ def test_flare_serve_command(index_dir: Path, tmp_path: Path) -> None:
     port = _free_port()
     cmd = [sys.executable, "-c", "from flare.cli.serve_cmd import serve; serve()",
            "--index", str(index_dir), "--keys", str(keyfile), "--port", str(port),
-           "--threads", "2", "--max-sentences", "1", "--log-level", "warning"]  # fmt: skip
+           "--threads", "1", "--max-sentences", "1", "--log-level", "warning"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONWARNINGS": "ignore"})  # fmt: skip
     try:

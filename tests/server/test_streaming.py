@@ -19,6 +19,7 @@ from flare.engine.loop import Flare
 from flare.retrieve.tantivy_index import TantivyRetriever
 from flare.server import Limits, create_app
 from flare.server.sse import SSE_VERSION
+from flare.testing.scripted import ScriptedLM
 from tests.server.support import (
     DRAFT_SENTINEL,
     FIRST,
@@ -101,3 +102,18 @@ def test_openai_client_streams_only_sentences(server: LiveServer) -> None:
     done = client.chat.completions.create(model="flare", messages=[{"role": "user", "content": QUESTION}])
     assert done.choices[0].message.content == text
     assert done.choices[0].finish_reason == "stop"
+
+
+def test_an_answer_that_ends_at_once_is_still_an_answer(index_dir: Path) -> None:
+    """The first event can be the last (method none, the model says nothing)."""
+    silent = ScriptedLM([(lambda p: True, [])])
+    engine = Flare(silent, TantivyRetriever(index_dir), Settings(method="none"), template=TEMPLATE)
+    with LiveServer(create_app(engine, keys(), Limits())) as live, live.client(STAFF_KEY) as http:
+        answer = http.post("/v1/answers", json={"question": QUESTION})
+        chat = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": QUESTION}]})
+        with http.stream("POST", "/v1/answers", json={"question": QUESTION, "stream": True}) as s:
+            events = sse_events(b"".join(s.iter_raw()))
+    assert answer.status_code == 200 and answer.json()["sentences"] == []
+    assert answer.json()["stop_reason"] == "end"
+    assert chat.status_code == 200 and chat.json()["choices"][0]["message"]["content"] == ""
+    assert [e for e, _ in events] == ["done"]

@@ -23,6 +23,7 @@ from flare.engine.events import Finished, Rewriting, Searching, SentenceAccepted
 from flare.engine.loop import MAX_QUESTION_CHARS
 from flare.server import sse
 from flare.server.common import (
+    CLIENT_CLOSED,
     ClientGone,
     authenticate,
     chained,
@@ -37,8 +38,6 @@ from flare.server.errors import ApiError
 from flare.server.limits import Limits
 from flare.server.runner import Failure, Item, Service
 from flare.types import Answer
-
-CLIENT_CLOSED = 499
 
 
 class ChatMessage(BaseModel):
@@ -96,7 +95,7 @@ async def chat_completions(request: Request) -> Response:
         return StreamingResponse(_chunks(events, meta, request), media_type=sse.MEDIA_TYPE,
                                  headers=sse.HEADERS)  # fmt: skip
     try:
-        answer = await collect(run, request)
+        answer = await collect(run, request, first)
     except ClientGone:
         return Response(status_code=CLIENT_CLOSED)
     message = {"role": "assistant", "content": answer.render()}

@@ -24,6 +24,7 @@ from flare.types import Answer
 M = TypeVar("M", bound=BaseModel)
 DISCONNECT_POLL = 0.5  # seconds between checks that a non-streaming client is still there
 MAX_FILTERS = 16
+CLIENT_CLOSED = 499  # nginx's "client closed request": logged, never seen by a client
 
 
 class ClientGone(Exception):
@@ -90,8 +91,13 @@ async def first_item(run: Run, request: Request) -> Item | None:
     return item
 
 
-async def collect(run: Run, request: Request) -> Answer:
-    """Wait for the answer of a non-streaming request, cancelling it if the client leaves."""
+async def collect(run: Run, request: Request, first: Item | None) -> Answer:
+    """Wait for the answer of a non-streaming request, cancelling it if the client leaves.
+
+    ``first`` is the item :func:`first_item` already took off the queue (it may be the end).
+    """
+    if isinstance(first, Finished):
+        return first.answer
     items = run.items(heartbeat=DISCONNECT_POLL)
     async with contextlib.aclosing(items):
         async for item in items:

@@ -14,6 +14,7 @@ from starlette.routing import Route
 from flare.engine.loop import MAX_QUESTION_CHARS
 from flare.server import sse
 from flare.server.common import (
+    CLIENT_CLOSED,
     ClientGone,
     authenticate,
     chained,
@@ -28,7 +29,6 @@ from flare.server.errors import not_found
 from flare.server.limits import BUDGETS, Limits
 from flare.server.runner import Failure, Item, Service
 
-CLIENT_CLOSED = 499  # nginx's "client closed request": logged, never seen by a client
 VIEWER_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
@@ -68,7 +68,7 @@ async def answers(request: Request) -> Response:
         events = chained(first, run, limits.heartbeat_seconds)
         return StreamingResponse(_flare_stream(events, request), media_type=sse.MEDIA_TYPE, headers=sse.HEADERS)
     try:
-        answer = await collect(run, request)
+        answer = await collect(run, request, first)
     except ClientGone:
         return Response(status_code=CLIENT_CLOSED)
     budgets = {name: getattr(settings, name) for name in BUDGETS}
