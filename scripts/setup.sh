@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# llama.cpp's AMX kernels are compiled in when the CPU advertises AMX, but some sandboxes and VMs
+# forbid the instructions (illegal instruction on the first decode). Leave them out.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}"
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
