@@ -14,11 +14,6 @@ from flare.retrieve.tantivy_index import TantivyRetriever, build_index
 from tests.server.support import write_corpus
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # Until pyproject.toml lists it (tests run with --strict-markers).
-    config.addinivalue_line("markers", "browser: drives the trace viewer in headless Chromium")
-
-
 @pytest.fixture(scope="session")
 def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("server-index")

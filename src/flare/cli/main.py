@@ -9,6 +9,7 @@ import click
 from flare.cli.ask_cmd import ask
 from flare.cli.demo_cmd import demo
 from flare.cli.index_cmd import index
+from flare.cli.serve_cmd import serve
 from flare.errors import FlareError
 
 
@@ -21,6 +22,7 @@ def cli() -> None:
 cli.add_command(index)
 cli.add_command(ask)
 cli.add_command(demo)
+cli.add_command(serve)
 
 
 def main(argv: list[str] | None = None) -> None:
