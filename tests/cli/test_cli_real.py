@@ -32,8 +32,9 @@ CORPUS = [
 
 
 def flare(*args: str) -> subprocess.CompletedProcess[str]:
+    model = ["--model", "smollm2"] if args[0] == "ask" else []
     return subprocess.run(
-        [sys.executable, "-m", "flare", *args], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "flare", *args, *model], capture_output=True, text=True, timeout=600
     )
 
 

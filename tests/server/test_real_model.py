@@ -1,4 +1,4 @@
-"""The real server with the real default model (SmolLM2-135M) and a real tantivy index.
+"""The real server with a real bundled model (SmolLM2-135M, the fastest) and a real tantivy index.
 
 Few and short on purpose: the model runs at about 100 tokens/s on two shared cores.
 """
@@ -100,12 +100,12 @@ def _free_port() -> int:
 
 
 def test_flare_serve_command(index_dir: Path, tmp_path: Path) -> None:
-    """`flare serve` end to end: TOML key file, real index, default model, one OpenAI call."""
+    """`flare serve` end to end: TOML key file, real index, SmolLM2, one OpenAI call."""
     keyfile = tmp_path / "keys.toml"
     keyfile.write_text(f'[[keys]]\nkey = "{STAFF_KEY}"\nprincipal = "sam"\ngroups = ["staff"]\n', encoding="utf-8")
     port = _free_port()
     cmd = [sys.executable, "-c", "from flare.cli.serve_cmd import serve; serve()",
-           "--index", str(index_dir), "--keys", str(keyfile), "--port", str(port),
+           "--index", str(index_dir), "--keys", str(keyfile), "--port", str(port), "--model", "smollm2",
            "--threads", "1", "--max-sentences", "1", "--log-level", "warning"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONWARNINGS": "ignore"})  # fmt: skip

@@ -16,7 +16,7 @@ def run_options(func: F) -> F:
     """Decorate a command with the model and loop settings."""
     options = [
         click.option("--model", "model_spec", default=None, metavar="SPEC",
-                     help="smollm2 (default), gemma3, or a path to a .gguf file."),
+                     help="gemma3 (default), smollm2, or a path to a .gguf file."),
         click.option("--threads", type=click.IntRange(min=1), default=None,
                      help="CPU threads for the model (default: all cores; env FLARE_THREADS)."),
         click.option("--method", type=click.Choice(METHODS), default="flare", show_default=True),
