@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from flare.lm.base import StopWhen
-from flare.lm.llama import cut_at_stop
+from flare.lm.stops import cut_at_stop
 from flare.types import Completion, TokenLogprob
 
 __all__ = ["Response", "Rule", "ScriptError", "ScriptedCall", "ScriptedLM"]
