@@ -4,7 +4,7 @@ Dev slice: the first N questions of 2WikiMultihopQA and NQ-open (the evaluation 
 the rest). Prints token-F1 / EM against all answer aliases, retrieval rate and seconds per
 answer for each model, and the ratio between them.
 
-    .venv/bin/python benchmarks/pick_default_model.py --n 15
+    .venv/bin/python benchmarks/pick_default_model.py --n 8
 """
 
 from __future__ import annotations
@@ -48,11 +48,11 @@ def contains(prediction: str, gold: str) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=15)
+    ap.add_argument("--n", type=int, default=8)
     ap.add_argument("--datasets", default="2wikimultihopqa,nq_open")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    models = {"smollm2": default_model_path(), "gemma3": gemma3_model_path()}
+    models = {"gemma3": gemma3_model_path(), "smollm2": default_model_path()}
     results: dict[str, dict[str, float]] = {}
     for name, path in models.items():
         lm = LlamaCppModel(path, n_threads=args.threads)
@@ -73,6 +73,7 @@ def main() -> None:
                 retrieved += sum(s.retrieved for s in answer.sentences)
                 sentences += len(answer.sentences)
                 n += 1
+                print(f"  {name} {ds} {q['id']}: {answer.text[:80]!r} gold={q['answers'][0]!r}", flush=True)
         results[name] = {
             "answer_recall": hits / n,
             "f1": f1s / n,
