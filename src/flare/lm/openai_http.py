@@ -1,0 +1,435 @@
+"""A language model behind an OpenAI-compatible ``/v1/completions`` server that returns logprobs.
+
+Works with llama.cpp's server (C++ ``llama-server`` and ``python -m llama_cpp.server``), vLLM and
+gateways that pass ``logprobs`` through. Every request is greedy (``temperature=0``) and asks for
+the log-probability of each generated token, so FLARE's confidence check reads the probabilities
+of the very tokens the server produced (SPEC M1, O4).
+
+What the server sends back is normalised to the :class:`~flare.lm.base.LanguageModel` contract:
+
+* **Whole characters.** A byte-level tokenizer may split one character (Chinese, emoji) over
+  several tokens; servers then report empty or broken token strings. Pieces are rebuilt from
+  ``bytes`` (llama.cpp's newer format), else from ``text_offset`` against the returned text, else
+  from the token strings; the tokens of one character are merged and their log-probabilities
+  summed, exactly as the in-process backend does.
+* **stop / stop_when.** ``stop`` goes to the server. ``stop_when`` is applied here on the
+  returned tokens (the request asks for ``max_tokens`` and the answer is cut where ``stop_when``
+  first holds): on llama.cpp's Python server this was measured faster than streaming and
+  closing early (see ``benchmarks/bench_lm_http.py``); ``stream=True`` switches to SSE.
+* **logit_bias** is keyed by text; it is mapped to token ids through the server's tokenize
+  endpoint (``/tokenize`` or ``/extras/tokenize``). Only the tokens that the key and the key
+  after a space encode to as single tokens are biased, a narrower set than the in-process
+  backend's "every token starting with the key".
+* **Retries** with exponential backoff on connection errors, timeouts, 429 and 5xx.
+
+Example::
+
+    lm = OpenAIHTTPModel("http://127.0.0.1:8080/v1", model="smollm2")
+    c = lm.complete("Question: What is the capital of France?\\nAnswer:", max_tokens=16)
+    print(c.text, [round(t.prob, 2) for t in c.tokens])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from flare.errors import ConfigError, ModelError
+from flare.lm.base import StopWhen
+from flare.lm.openai_logprobs import SERVER_HINT, Piece, apply_stop_when, merge_pieces, pieces_of
+from flare.types import Completion, TokenLogprob
+
+__all__ = ["OpenAIHTTPModel", "from_spec"]
+
+INSTALL_HINT = "pip install 'flare-rag[openai]'"
+RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+# llama.cpp servers apply a 1.1 repetition penalty unless told otherwise; greedy decoding with a
+# penalty no longer picks the most probable token, so the reported probabilities would not be the
+# ones the choice was made from. vLLM and llama.cpp accept the field; gateways that reject unknown
+# fields take ``extra={}``.
+DEFAULT_EXTRA: Mapping[str, Any] = {"repeat_penalty": 1.0}
+
+
+class OpenAIHTTPModel:
+    """A :class:`~flare.lm.base.LanguageModel` over HTTP; construction sends no request.
+
+    ``base_url`` ends in ``/v1``; ``model`` defaults to the first one ``/v1/models`` lists.
+    ``api_key`` defaults to ``$FLARE_OPENAI_API_KEY`` (never ``$OPENAI_API_KEY``: a key meant for
+    one provider must not be sent to whatever URL a spec names). ``logprobs=None`` probes the
+    server on first use of :attr:`supports_logprobs`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        stream: bool = False,
+        logprobs: bool | None = None,
+        extra: Mapping[str, Any] | None = None,
+        name: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"not an http(s) URL: {base_url!r}", "e.g. http://127.0.0.1:8080/v1")
+        if max_retries < 0 or backoff < 0 or timeout <= 0:
+            raise ConfigError("max_retries and backoff must be ≥ 0, timeout > 0")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.name = name or f"openai:{self.base_url}#{model or ''}"
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.stream = stream
+        self.extra = dict(DEFAULT_EXTRA if extra is None else extra)
+        key = api_key if api_key is not None else os.environ.get("FLARE_OPENAI_API_KEY")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+        self._logprobs = logprobs
+        self._tokenizer: tuple[str, str] | bool | None = False  # False: not probed yet
+        self._bias_ids: dict[str, list[int]] = {}
+        self._base: list[int] | None = None
+        self._bias_allowed = True
+
+    # -- capabilities ------------------------------------------------------------------------
+
+    @property
+    def supports_logprobs(self) -> bool:
+        """Whether the server returns token logprobs (probed once with a one-token request)."""
+        if self._logprobs is None:
+            body = self._post("/completions", self._body("Hello", 1, (), True, None))
+            self._logprobs = _choice(body).get("logprobs") not in (None, {})
+        return self._logprobs
+
+    @supports_logprobs.setter
+    def supports_logprobs(self, value: bool) -> None:
+        self._logprobs = value
+
+    @property
+    def supports_logit_bias(self) -> bool:
+        """Whether text-keyed logit biases can be mapped to token ids (a tokenize endpoint)."""
+        return self._bias_allowed and self._find_tokenizer() is not None
+
+    @supports_logit_bias.setter
+    def supports_logit_bias(self, value: bool) -> None:
+        self._bias_allowed = value
+
+    # -- LanguageModel -----------------------------------------------------------------------
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int,
+        stop: Sequence[str] = (),
+        stop_when: StopWhen | None = None,
+        logit_bias: Mapping[str, float] | None = None,
+    ) -> Completion:
+        """Greedily continue ``prompt`` on the server (see :class:`~flare.lm.base.LanguageModel`)."""
+        if max_tokens < 0:
+            raise ConfigError(f"max_tokens must be ≥ 0, got {max_tokens}")
+        start = time.perf_counter()
+        if max_tokens == 0:  # servers read 0 as "no limit"
+            return Completion("", (), "length", seconds=time.perf_counter() - start)
+        bias = self._map_bias(logit_bias) if logit_bias else None
+        want = self.supports_logprobs
+        body = self._body(prompt, max_tokens, stop, want, bias)
+        if self.stream and stop_when is not None:
+            streamed = self._complete_streamed(body, stop_when)
+            if streamed is not None:
+                text, pieces, finish, generated = _cap(*streamed[:3], max_tokens)
+                return _completion(text, pieces, finish, streamed[3], generated, start)
+        choice, usage = self._complete_once(body)
+        text, finish = str(choice.get("text") or ""), _finish(choice.get("finish_reason"))
+        pieces, truncated = pieces_of(choice, text, want)
+        text, pieces, finish = apply_stop_when(text, pieces, finish, stop_when, want, truncated)
+        text, pieces, finish, generated = _cap(text, pieces, finish, max_tokens)
+        if not want:
+            generated = int(usage.get("completion_tokens") or 0)
+        return _completion(text, pieces, finish, usage, generated, start)
+
+    def count_tokens(self, text: str) -> int:
+        """Token count from the server's tokenize endpoint (a ModelError if it has none)."""
+        return len(self._tokenize(text)) - len(self._base_ids()) if text else 0
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> OpenAIHTTPModel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def _body(
+        self,
+        prompt: str,
+        max_tokens: int,
+        stop: Sequence[str],
+        logprobs: bool,
+        bias: Mapping[str, float] | None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {**self.extra, "model": self._model_name(), "prompt": prompt,
+                                "max_tokens": max_tokens, "temperature": 0, "n": 1}  # fmt: skip
+        if stop:
+            body["stop"] = [s for s in stop if s][:4]  # OpenAI's limit
+        if logprobs:
+            body["logprobs"] = 1
+        if bias:
+            body["logit_bias"] = dict(bias)
+        return body
+
+    def _complete_once(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        answer = self._post("/completions", body)
+        usage = answer.get("usage")
+        timings = answer.get("timings")  # llama.cpp reports evaluated prompt tokens here
+        usage = dict(usage) if isinstance(usage, dict) else {}
+        if isinstance(timings, dict) and isinstance(timings.get("prompt_n"), int):
+            usage["_evaluated"] = timings["prompt_n"]
+        return _choice(answer), usage
+
+    def _complete_streamed(
+        self, body: Mapping[str, Any], stop_when: StopWhen
+    ) -> tuple[str, list[Piece], str, dict[str, Any]] | None:
+        """Stream until ``stop_when`` holds; None when the stream cannot carry the text.
+
+        llama_cpp.server streams each byte token of a split character as "" and never sends the
+        character itself, so a streamed byte token makes the caller fall back to a plain request.
+        """
+        want = "logprobs" in body
+        text, pieces, finish = "", list[Piece](), "length"
+        for chunk in self._stream("/completions", {**body, "stream": True}):
+            choice = _choice(chunk)
+            part = str(choice.get("text") or "")
+            lp = choice.get("logprobs") or {}
+            values = [float(x) for x in lp.get("token_logprobs") or [] if x is not None]
+            if want and values and not part:
+                return None
+            if part:
+                if want and not values:
+                    raise ModelError("the server streamed a token without its logprob",
+                                     SERVER_HINT)  # fmt: skip
+                tokens = [str(t) for t in lp.get("tokens") or []]
+                split = want and "".join(tokens) == part and len(tokens) == len(values)
+                new = merge_pieces(list(zip(tokens, values, strict=True))) if split else [
+                    (part, sum(values), max(len(values), 1))]  # fmt: skip
+                for piece in new:
+                    pieces.append(piece)
+                    text += piece[0]
+                    if stop_when(text):
+                        return text, pieces, "sentence", {}
+            if choice.get("finish_reason"):
+                finish = _finish(choice["finish_reason"])
+        return text, pieces, finish, {}
+
+    def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = self._client.post(self.base_url + path, json=body)
+            except httpx.TransportError as err:
+                self._wait(attempt, None, f"{type(err).__name__}: {err}")
+                continue
+            if response.status_code in RETRYABLE_STATUS:
+                self._wait(attempt, response, f"HTTP {response.status_code}")
+                continue
+            return _json(response, path)
+        raise AssertionError("unreachable")  # _wait raises on the last attempt
+
+    def _stream(self, path: str, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        for attempt in range(self.max_retries + 1):
+            try:
+                with self._client.stream("POST", self.base_url + path, json=body) as response:
+                    if response.status_code in RETRYABLE_STATUS:
+                        response.read()
+                        self._wait(attempt, response, f"HTTP {response.status_code}")
+                        continue
+                    if response.status_code >= 400:
+                        response.read()
+                        _json(response, path)
+                    yield from _sse(response)
+                    return
+            except (httpx.ConnectError, httpx.ConnectTimeout) as err:  # nothing received yet
+                self._wait(attempt, None, f"{type(err).__name__}: {err}")
+            except httpx.TransportError as err:
+                raise ModelError(f"{self.base_url}: stream broke: {err}", SERVER_HINT) from None
+
+    def _wait(self, attempt: int, response: httpx.Response | None, why: str) -> None:
+        if attempt >= self.max_retries:
+            raise ModelError(
+                f"{self.base_url}: request failed after {attempt + 1} attempts ({why})",
+                SERVER_HINT,
+            )
+        delay = self.backoff * 2**attempt
+        after = response.headers.get("retry-after") if response is not None else None
+        if after and after.replace(".", "", 1).isdigit():
+            delay = max(delay, min(float(after), 30.0))
+        time.sleep(delay)
+
+    def _model_name(self) -> str:
+        if self.model is None:
+            response = self._client.get(self.base_url + "/models")
+            data = _json(response, "/models").get("data") or []
+            if not data or not isinstance(data[0], dict) or "id" not in data[0]:
+                raise ModelError(f"{self.base_url}/models lists no model", "name one: URL#model")
+            self.model = str(data[0]["id"])
+        return self.model
+
+    # -- tokenizer ---------------------------------------------------------------------------
+
+    def _find_tokenizer(self) -> tuple[str, str] | None:
+        """The first tokenize dialect the server answers: (path, text key)."""
+        if self._tokenizer is False:
+            root = self.base_url.removesuffix("/v1")
+            self._tokenizer = None
+            for url, key in ((f"{root}/tokenize", "content"), (f"{root}/extras/tokenize", "input"),
+                             (f"{root}/tokenize", "prompt")):  # fmt: skip
+                try:
+                    ok = self._client.post(url, json=self._tok_body(key, "a")).status_code == 200
+                except httpx.TransportError:
+                    ok = False
+                if ok:
+                    self._tokenizer = (url, key)
+                    break
+        return self._tokenizer if isinstance(self._tokenizer, tuple) else None
+
+    def _tok_body(self, key: str, text: str) -> dict[str, Any]:
+        body: dict[str, Any] = {key: text}
+        if key == "prompt":
+            body["model"] = self._model_name()
+        return body
+
+    def _tokenize(self, text: str) -> list[int]:
+        found = self._find_tokenizer()
+        if found is None:
+            raise ModelError(
+                f"{self.base_url}: the server has no tokenize endpoint",
+                "use llama.cpp's server or vLLM, or do without logit_bias / token counts",
+            )
+        url, key = found
+        tokens = _json(self._client.post(url, json=self._tok_body(key, text)), url).get("tokens")
+        if not isinstance(tokens, list):
+            raise ModelError(f"{url}: answer has no token list", SERVER_HINT)
+        return [int(t["id"] if isinstance(t, dict) else t) for t in tokens]
+
+    def _base_ids(self) -> list[int]:
+        """What the server adds to every text (e.g. BOS); subtracted from counts and biases."""
+        if self._base is None:
+            self._base = self._tokenize("")
+        return self._base
+
+    def _map_bias(self, logit_bias: Mapping[str, float]) -> dict[str, float]:
+        """Text-keyed bias → token-id-keyed bias (ids of ``key`` and `` key`` as one token)."""
+        if not self.supports_logit_bias:
+            raise ModelError(
+                f"{self.base_url}: logit_bias needs a tokenize endpoint to find token ids",
+                "serve the model with llama.cpp or vLLM, or run without logit_bias",
+            )
+        out: dict[str, float] = {}
+        for key, value in logit_bias.items():
+            if not key:
+                raise ConfigError("a logit_bias key is empty", hint="bias a piece of text like '['")
+            if key not in self._bias_ids:
+                base = self._base_ids()
+                ids = [self._tokenize(form)[len(base) :] for form in (key, " " + key)]
+                self._bias_ids[key] = sorted({i[0] for i in ids if len(i) == 1})
+            if not self._bias_ids[key]:
+                raise ModelError(f"logit_bias key {key!r} is not a single token on this server",
+                                 "bias a shorter piece of text")  # fmt: skip
+            for token_id in self._bias_ids[key]:
+                out[str(token_id)] = out.get(str(token_id), 0.0) + value
+        return out
+
+
+def from_spec(rest: str, **options: Any) -> OpenAIHTTPModel:
+    """Build from the part of ``openai:URL#model`` after ``openai:`` (registry factory).
+
+    ``n_threads``/``n_ctx``/``n_contexts`` are settings of the server, so they are ignored.
+    """
+    for ignored in ("n_threads", "n_ctx", "n_contexts"):
+        options.pop(ignored, None)
+    url, _, model = rest.partition("#")
+    if not url:
+        raise ConfigError("openai: spec has no URL", "write openai:http://127.0.0.1:8080/v1#model")
+    return OpenAIHTTPModel(url, model or None, **options)
+
+
+def _cap(text: str, pieces: list[Piece], finish: str, max_tokens: int) -> tuple[str, list[Piece], str, int]:
+    """Drop a character whose bytes ran past ``max_tokens``; also returns the tokens generated.
+
+    llama_cpp.server keeps generating past ``max_tokens`` to finish a split character; the
+    in-process backend stops at ``max_tokens`` and drops the unfinished character instead.
+    """
+    total = sum(n for _, _, n in pieces)
+    if total <= max_tokens:
+        return text, pieces, finish, total
+    while pieces and total > max_tokens:
+        total -= pieces.pop()[2]
+    return "".join(p for p, _, _ in pieces), pieces, "length", max_tokens
+
+
+def _completion(
+    text: str,
+    pieces: list[Piece],
+    finish: str,
+    usage: Mapping[str, Any],
+    generated: int,
+    start: float,
+) -> Completion:
+    prompt = int(usage.get("prompt_tokens") or 0)
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    evaluated = usage.get("_evaluated", prompt - int(cached or 0))
+    tokens = tuple(TokenLogprob(p, min(lp, 0.0)) for p, lp, _ in pieces)
+    elapsed = time.perf_counter() - start
+    return Completion(text, tokens, finish, prompt, int(evaluated), generated, elapsed)
+
+
+def _choice(answer: Mapping[str, Any]) -> dict[str, Any]:
+    choices = answer.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ModelError("the server's answer has no choices", SERVER_HINT)
+    return choices[0]
+
+
+def _finish(reason: object) -> str:
+    return "length" if reason == "length" else "stop"
+
+
+def _json(response: httpx.Response, path: str) -> dict[str, Any]:
+    if response.status_code >= 400:
+        detail = response.text[:300].strip()
+        raise ModelError(f"{path}: HTTP {response.status_code}: {detail}", SERVER_HINT)
+    try:
+        data = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ModelError(f"{path}: the answer is not JSON", SERVER_HINT) from None
+    if not isinstance(data, dict):
+        raise ModelError(f"{path}: the answer is not a JSON object", SERVER_HINT)
+    return data
+
+
+def _sse(response: httpx.Response) -> Iterator[dict[str, Any]]:
+    for line in response.iter_lines():
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        try:
+            event = json.loads(data)
+        except json.JSONDecodeError:
+            raise ModelError("the server streamed malformed JSON", SERVER_HINT) from None
+        if isinstance(event, dict) and "error" in event:
+            raise ModelError(f"the server streamed an error: {event['error']}", SERVER_HINT)
+        if isinstance(event, dict):
+            yield event

@@ -1,0 +1,125 @@
+"""Aligning an OpenAI-style server's token logprobs with its text, in whole characters.
+
+Servers report tokens in one of three shapes: per-token ``bytes`` (llama.cpp's newer format),
+token strings with ``text_offset`` (the OpenAI legacy format, which llama_cpp.server fills with
+empty strings for the byte tokens of a split character), or plain token strings (vLLM). Each is
+turned into *pieces* — whole characters with the summed log-probability of the tokens that formed
+them — so the result matches what the in-process llama.cpp backend reports for the same tokens.
+"""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from flare.errors import ModelError
+from flare.lm.base import StopWhen
+
+__all__ = ["Piece", "apply_stop_when", "merge_pieces", "pieces_of"]
+
+Piece = tuple[str, float, int]
+"""Whole characters, summed logprob, and how many raw tokens were merged into it."""
+
+SERVER_HINT = "check that the server is up and serves /v1/completions (see docs/backends.md)"
+
+
+def merge_pieces(raw: Sequence[tuple[str, float]]) -> list[Piece]:
+    """Merge ``(text, logprob)`` tokens so each piece is whole characters (empty texts carry over)."""
+    out: list[Piece] = []
+    pending, count = 0.0, 0
+    for text, logprob in raw:
+        pending, count = pending + logprob, count + 1
+        if text:
+            out.append((text, pending, count))
+            pending, count = 0.0, 0
+    return out
+
+
+def pieces_of(choice: Mapping[str, Any], text: str, want: bool) -> tuple[list[Piece], bool]:
+    """Whole-character pieces of ``text`` with logprobs, from any of the known formats."""
+    lp = choice.get("logprobs")
+    if not want:
+        return [], False
+    if not isinstance(lp, dict) or not lp:
+        raise ModelError("the server returned no logprobs", "FLARE direct needs token logprobs; "
+                         "use a server that returns them (llama.cpp, vLLM)")  # fmt: skip
+    content = lp.get("content")
+    if isinstance(content, list):  # llama.cpp's newer format: per token id, token, bytes
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        raw = []
+        for entry in content:
+            data = entry.get("bytes")
+            piece = decoder.decode(bytes(data)) if data is not None else str(entry.get("token"))
+            raw.append((piece, float(entry["logprob"])))
+        return _cut(merge_pieces(raw), text)
+    tokens = [str(t) for t in lp.get("tokens") or []]
+    logprobs = [float(x) if x is not None else 0.0 for x in lp.get("token_logprobs") or []]
+    offsets = lp.get("text_offset") or []
+    if len(logprobs) != len(tokens):
+        raise ModelError("the server's logprobs do not line up with its tokens", SERVER_HINT)
+    if "".join(tokens).startswith(text):
+        return _cut(merge_pieces(list(zip(tokens, logprobs, strict=True))), text)
+    if len(offsets) == len(tokens) and tokens and _monotonic(offsets):
+        base = int(offsets[0])  # character offsets; slicing recovers what byte tokens formed
+        ends = [int(o) - base for o in offsets[1:]] + [len(text)]
+        starts = [int(o) - base for o in offsets]
+        raw = [(text[s:e] if s < len(text) else "", lp_) for s, e, lp_ in
+               zip(starts, ends, logprobs, strict=True)]  # fmt: skip
+        if all(t in piece or "\ufffd" in t for (piece, _), t in zip(raw, tokens, strict=True)
+               if piece and t):  # fmt: skip
+            return _cut(merge_pieces(raw), text)
+    raise ModelError("cannot align the server's tokens with its text", SERVER_HINT)
+
+
+def _cut(pieces: list[Piece], text: str) -> tuple[list[Piece], bool]:
+    """Keep the pieces covering ``text`` (the server may report tokens past a stop sequence).
+
+    The flag says whether the last piece was cut short by a stop sequence.
+    """
+    out: list[Piece] = []
+    pos, truncated = 0, False
+    for piece, logprob, n in pieces:
+        if pos >= len(text):
+            break
+        keep = piece[: len(text) - pos]
+        if text[pos : pos + len(keep)] != keep:
+            raise ModelError("the server's tokens do not spell its text", SERVER_HINT)
+        out.append((keep, logprob, n))
+        truncated = len(keep) < len(piece)
+        pos += len(keep)
+    if pos != len(text):
+        raise ModelError("the server's tokens cover less than its text", SERVER_HINT)
+    return out, truncated
+
+
+def apply_stop_when(
+    text: str,
+    pieces: list[Piece],
+    finish: str,
+    stop_when: StopWhen | None,
+    want: bool,
+    truncated: bool,
+) -> tuple[str, list[Piece], str]:
+    """Cut at the first piece after which ``stop_when`` holds (character steps without logprobs).
+
+    A last piece cut short by a stop sequence is not checked: generating it hit the stop first,
+    and the in-process backend checks ``stop`` before ``stop_when`` as well.
+    """
+    if stop_when is None:
+        return text, pieces, finish
+    units = pieces if want else [(ch, 0.0, 1) for ch in text]
+    so_far = ""
+    for i, (piece, _, _) in enumerate(units):
+        so_far += piece
+        if truncated and i == len(units) - 1:
+            break
+        if stop_when(so_far):
+            return so_far, list(units[: i + 1]) if want else [], "sentence"
+    return text, pieces, finish
+
+
+def _monotonic(offsets: Sequence[Any]) -> bool:
+    values = [o for o in offsets if isinstance(o, int)]
+    return len(values) == len(offsets) and all(a <= b for a, b in itertools.pairwise(values))
