@@ -18,7 +18,7 @@ def run_options(func: F) -> F:
         click.option("--model", "model_spec", default=None, metavar="SPEC",
                      help="gemma3 (default), smollm2, or a path to a .gguf file."),
         click.option("--threads", type=click.IntRange(min=1), default=None,
-                     help="CPU threads for the model (default: all cores; env FLARE_THREADS)."),
+                     help="CPU threads for the model (default: cores - 1; env FLARE_THREADS)."),
         click.option("--method", type=click.Choice(METHODS), default="flare", show_default=True),
         click.option("--theta", type=click.FloatRange(0, 1), default=None,
                      help="Retrieve when a drafted token's probability is below this."),

@@ -413,7 +413,10 @@ def _resolve_threads(n_threads: int | None) -> int:
     if n_threads is None:
         env = os.environ.get("FLARE_THREADS")
         if env is None:
-            return os.cpu_count() or 1
+            # Leave one core free: llama.cpp's worker threads spin at barriers, and when another
+            # process (or our own Python-side sampling) takes a core they stall. Measured on 2
+            # cores with other work running: 2 threads 0.8-3.7 tok/s, 1 thread 20-27 tok/s.
+            return max(1, (os.cpu_count() or 2) - 1)
         try:
             n_threads = int(env)
         except ValueError:
