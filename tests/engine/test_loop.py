@@ -302,4 +302,11 @@ def test_a_draft_of_only_function_words_searches_with_the_question() -> None:
     lm = script(draft=" He is a pioneer in the field.", low={"pioneer": 0.05, "field": 0.1})
     flare, tracer, _ = engine(lm)
     flare.answer("Why did the founder of Versace die?")
-    assert tracer.traces[0].steps[1].queries == ["Why did the founder of Versace die? He is a in the"]
+    assert tracer.traces[0].steps[1].queries == ["Why did the founder of Versace die?"]
+
+
+def test_a_draft_with_one_content_word_adds_it_to_the_question() -> None:
+    lm = script(draft=" He was shot in Rome.", low={"He": 0.1, "Rome": 0.1})
+    flare, tracer, _ = engine(lm)
+    flare.answer("Why did the founder of Versace die?")
+    assert tracer.traces[0].steps[1].queries == ["Why did the founder of Versace die? was shot in"]

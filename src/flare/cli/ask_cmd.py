@@ -8,15 +8,14 @@ from typing import Any
 
 import click
 
+from flare.cli.narrate import KeepLast, narrate
 from flare.cli.options import run_options, settings_from
 from flare.config import Settings
-from flare.engine.events import Finished, Searching, SentenceAccepted
 from flare.engine.loop import Flare
 from flare.lm.registry import resolve_model
 from flare.retrieve.filters import Filters
 from flare.retrieve.tantivy_index import TantivyRetriever
 from flare.trace.tracers import JsonlTracer, NullTracer, Tracer
-from flare.types import Answer
 
 
 @click.command()
@@ -29,7 +28,7 @@ from flare.types import Answer
               help="Append the answer's trace as one JSON line to this file.")
 @click.option("--trace-content", is_flag=True, help="Also record passage text in the trace.")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
-@click.option("-v", "--verbose", is_flag=True, help="Show each step's decision on stderr.")
+@click.option("-v", "--verbose", is_flag=True, help="Explain each step (draft, unsure words, query) on stderr.")
 @run_options
 def ask(
     question: str,
@@ -52,26 +51,11 @@ def ask(
     tracer: Tracer = (
         JsonlTracer(trace_path, record_content=trace_content) if trace_path else NullTracer()
     )
-    engine = Flare(lm, retriever, settings, tracer=tracer)
-    answer = run(engine, question, flt, verbose=verbose)
+    keep = KeepLast(tracer)
+    engine = Flare(lm, retriever, settings, tracer=keep)
+    answer = engine.answer(question, filters=flt)
+    if verbose and keep.last is not None:
+        narrate(keep.last)
     click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2) if as_json else answer.render())
     if not as_json and answer.stop_reason != "end":
         click.echo(f"\n(stopped: {answer.stop_reason})", err=True)
-
-
-def run(engine: Flare, question: str, filters: Filters, *, verbose: bool) -> Answer:
-    """Run the loop, narrating progress on stderr when ``verbose``."""
-    for event in engine.stream(question, filters=filters):
-        if not verbose:
-            if isinstance(event, Finished):
-                return event.answer
-            continue
-        if isinstance(event, Searching):
-            plural = "query" if event.n_queries == 1 else "queries"
-            click.echo(f"  [{event.step}] searching ({event.n_queries} {plural})", err=True)
-        elif isinstance(event, SentenceAccepted):
-            tag = "retrieved" if event.sentence.retrieved else "confident"
-            click.echo(f"  [{event.step}] {tag}: {event.sentence.text}", err=True)
-        elif isinstance(event, Finished):
-            return event.answer
-    raise AssertionError("unreachable")  # pragma: no cover

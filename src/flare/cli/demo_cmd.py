@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from flare.cli.ask_cmd import run
+from flare.cli.narrate import KeepLast, narrate
 from flare.cli.options import run_options, settings_from
 from flare.config import Settings
 from flare.engine.loop import Flare
@@ -41,13 +41,15 @@ def demo(workdir: Path, model_spec: str | None, threads: int | None, **opts: Any
         resolve_model(model_spec, n_threads=threads),
         TantivyRetriever(index_dir),
         settings_from(Settings(), opts),
-        tracer=JsonlTracer(trace_path),
+        tracer=(keep := KeepLast(JsonlTracer(trace_path))),
     )
     permissions = Filters.any_of("acl", ["staff"])
     questions = (EXAMPLES / "questions.txt").read_text(encoding="utf-8").splitlines()
     for q in filter(None, (q.strip() for q in questions)):
         click.echo(f"Q: {q}")
-        answer = run(engine, q, permissions, verbose=True)
+        answer = engine.answer(q, filters=permissions)
+        if keep.last is not None:
+            narrate(keep.last)
         click.echo(answer.render())
         click.echo(f"({answer.retrievals} retrievals, {answer.lm_calls} LM calls, stop: {answer.stop_reason})\n")
     click.echo(f"Trace of every step: {trace_path}")

@@ -29,7 +29,10 @@ from flare.errors import ConfigError
 from flare.evaluate.datasets import DEFAULT_INDEX_CACHE, load_dataset
 from flare.evaluate.harness import RESULTS_FILE, Job, read_results, run_eval, task_of
 from flare.evaluate.methods import expand, parse_value
+from flare.evaluate.prompts import Layout
 from flare.evaluate.report import write_report
+
+LAYOUTS: dict[str, Layout | None] = {"auto": None, "plain": "plain", "chatml": "chatml"}
 
 
 @click.command("eval")
@@ -53,6 +56,8 @@ from flare.evaluate.report import write_report
 @click.option("--special-tokens/--no-special-tokens", default=True, show_default=True,
               help="Read <|im_start|> etc. in prompts as control tokens, as the chat models were trained; "
                    "safe here because evaluation passages are a trusted, fixed pool.")
+@click.option("--layout", type=click.Choice(["auto", "plain", "chatml"]), default="auto", show_default=True,
+              help="Prompt layout: chat turns (chatml) or one few-shot text (plain); auto follows the model.")
 @click.option("--theta", type=click.FloatRange(0, 1), default=None, help="θ for every method (specs override).")
 @click.option("--beta", type=click.FloatRange(0, 1), default=None, help="β for every method (specs override).")
 @click.option("-k", "--k", type=click.IntRange(min=1, max=20), default=None, help="Passages per retrieval.")
@@ -76,6 +81,7 @@ def eval_command(
     model_spec: str | None,
     threads: int | None,
     special_tokens: bool,
+    layout: str,
     theta: float | None,
     beta: float | None,
     k: int | None,
@@ -105,7 +111,7 @@ def eval_command(
         lm = resolve_model(model_spec, n_threads=threads, special_tokens=special_tokens)
         try:
             ran = run_eval(jobs, specs, lm, out_dir, overrides=overrides, retry_failed=retry_failed,
-                           progress=not no_progress)
+                           progress=not no_progress, layout=LAYOUTS[layout])
             click.echo(f"ran {ran} answers", err=True)
         finally:  # Ctrl-C too: the report covers every answer finished so far
             _report(out_dir)

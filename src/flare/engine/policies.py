@@ -151,7 +151,8 @@ def form_queries(ctx: StepContext, piece: Piece) -> list[str]:
     # A draft whose confident part is only function words ("He is a ... in the ...") gives no
     # usable query; the question then carries the search, with whatever the draft kept.
     if s.query_with_question or not queries:
-        kept = queries or [masked_query(piece.tokens, s.beta)]
+        masked = masked_query(piece.tokens, s.beta)
+        kept = queries or ([masked] if content_words(masked) else [""])
         queries = [f"{ctx.run.question} {q}".strip() for q in kept]
     return queries
 
