@@ -32,7 +32,7 @@ def test_memory_retriever_applies_filters_before_scoring() -> None:
     from flare.retrieve.filters import Filters
 
     r = MemoryRetriever(DOCS)
-    assert [h.passage.id for h in r.search("designer will company niece", k=3)][0] == "s1"
+    assert r.search("designer will company niece", k=3)[0].passage.id == "s1"
     public = r.search("designer will company niece", k=3, filters=Filters.any_of("acl", ["public"]))
     assert all(h.passage.id != "s1" for h in public)
     assert r.search("the of", k=3) == []
