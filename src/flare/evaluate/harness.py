@@ -36,7 +36,7 @@ from flare.evaluate.metrics import (
     token_scores,
     yes_no,
 )
-from flare.evaluate.prompts import layout_for, style_for, template_for
+from flare.evaluate.prompts import Layout, layout_for, style_for, template_for
 from flare.lm.base import LanguageModel
 from flare.retrieve.base import Retriever
 from flare.trace.tracers import MemoryTracer
@@ -128,8 +128,13 @@ def run_eval(
     retry_failed: bool = False,
     on_done: Callable[[dict[str, Any]], None] | None = None,
     progress: bool = True,
+    layout: Layout | None = None,
 ) -> int:
-    """Run every spec on every example not yet in ``out_dir/results.jsonl``; returns how many ran."""
+    """Run every spec on every example not yet in ``out_dir/results.jsonl``; returns how many ran.
+
+    ``layout`` forces the prompt layout (``plain`` or ``chatml``); by default it follows the
+    model's chat template, as the engine does.
+    """
     from tqdm import tqdm
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -140,7 +145,7 @@ def run_eval(
     depth = max((len(job.examples) for job in jobs), default=0)
     pending = [(job, job.examples[i], spec) for i in range(depth) for job in jobs if i < len(job.examples)
                for spec in specs if (job.dataset, spec.label, job.examples[i].id) not in done]
-    layout = layout_for(getattr(lm, "chat_template", None))
+    layout = layout or layout_for(getattr(lm, "chat_template", None))
     ran = 0
     with path.open("a", encoding="utf-8") as fh, tqdm(total=len(pending), disable=not progress,
                                                      unit="answer", dynamic_ncols=True) as bar:
