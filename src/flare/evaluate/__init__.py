@@ -1,0 +1,1 @@
+"""Evaluation: datasets, method specs, metrics, the resumable harness and reports (``flare eval``)."""
