@@ -51,7 +51,7 @@ LAYOUTS: dict[str, Layout | None] = {"auto": None, "plain": "plain", "chatml": "
               help="Skip this many questions first (file order, or shuffled order with --seed).")
 @click.option("--seed", type=int, default=None, help="Shuffle questions with this seed before the slice.")
 @click.option("--model", "model_spec", default=None, metavar="SPEC",
-              help="smollm2 (default), gemma3, or a path to a .gguf file.")
+              help="gemma3 (default), smollm2, or a path to a .gguf file.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for the model.")
 @click.option("--special-tokens/--no-special-tokens", default=True, show_default=True,
               help="Read <|im_start|> etc. in prompts as control tokens, as the chat models were trained; "

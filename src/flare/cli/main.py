@@ -8,6 +8,7 @@ import click
 
 from flare.cli.ask_cmd import ask
 from flare.cli.demo_cmd import demo
+from flare.cli.eval_cmd import eval_command
 from flare.cli.index_cmd import index
 from flare.cli.serve_cmd import serve
 from flare.errors import FlareError
@@ -23,6 +24,7 @@ cli.add_command(index)
 cli.add_command(ask)
 cli.add_command(demo)
 cli.add_command(serve)
+cli.add_command(eval_command)
 
 
 def main(argv: list[str] | None = None) -> None:
