@@ -16,14 +16,14 @@ from typing import Any, Literal
 
 from flare.errors import ConfigError
 
-Trigger = Literal["min", "mean", "dynamic"]
+Trigger = Literal["min", "mean", "dynamic", "content"]
 QueryMode = Literal["implicit", "explicit"]
 Method = Literal[
     "flare", "single", "none", "previous_window", "previous_sentence", "decompose", "instruct"
 ]
 OnMissing = Literal["stop", "keep"]
 
-TRIGGERS: tuple[str, ...] = ("min", "mean", "dynamic")
+TRIGGERS: tuple[str, ...] = ("min", "mean", "dynamic", "content")
 QUERY_MODES: tuple[str, ...] = ("implicit", "explicit")
 METHODS: tuple[str, ...] = (
     "flare", "single", "none", "previous_window", "previous_sentence", "decompose", "instruct"
@@ -45,7 +45,7 @@ class Settings:
     method: Method = "flare"
     # When to retrieve (M2): "min" = any token p < theta; "mean" = mean(p) < theta, i.e.
     # mean(1-p) > 1-theta; "dynamic" = theta for fact-dense sentences (numbers, dates, names)
-    # and theta_prose for connective prose.
+    # and theta_prose for connective prose; "content" = the min rule over content words only.
     theta: float = 0.8
     trigger: Trigger = "min"
     theta_prose: float = 0.4

@@ -86,3 +86,13 @@ def test_prompts_only_grow_at_the_end() -> None:
         assert with_docs.startswith(t.header)
     assert PromptTemplate.for_model("{% <|im_start|> %}").name == "chatml"
     assert PromptTemplate.for_model(None).name == "plain"
+
+
+def test_content_trigger_ignores_unsure_function_words() -> None:
+    draft = toks(("It", 0.2), (" was", 0.3), (" built", 0.9), (" in", 0.4), (" 1847", 0.95), (".", 0.5))
+    assert judge("It was built in 1847.", draft, Settings(theta=0.8)).retrieve
+    verdict = judge("It was built in 1847.", draft, Settings(theta=0.8, trigger="content"))
+    assert not verdict.retrieve and verdict.score == pytest.approx(0.9)
+    unsure = toks(("It", 0.9), (" was", 0.9), (" built", 0.9), (" in", 0.9), (" 18", 0.3), ("47", 0.9))
+    v = judge("It was built in 1847.", unsure, Settings(theta=0.8, trigger="content"))
+    assert v.retrieve and [t for t, _ in v.low_tokens] == ["1847"]

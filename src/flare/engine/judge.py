@@ -7,6 +7,9 @@ Three rules, chosen by ``Settings.trigger``:
   less sensitive to a single unsure function word.
 * ``dynamic``: the ``min`` rule with θ for fact-dense sentences (numbers, dates, names) and the
   looser ``theta_prose`` for connective prose.
+* ``content``: the ``min`` rule over content words only. Small models put sentence openers and
+  function words ("It", " the", " was") far below any useful θ, so the plain rule retrieves for
+  nearly every sentence; judging only the words that carry facts restores the signal.
 
 Probabilities are compared on the probability scale; backends report natural-log probabilities,
 converted by :attr:`TokenLogprob.prob`.
@@ -14,12 +17,15 @@ converted by :attr:`TokenLogprob.prob`.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from flare.config import Settings
+from flare.query.words import group_words
 from flare.types import TokenLogprob
+from flare.verify.citations import content_words
 
 _NUMBER = re.compile(r"\d")
 _CAPITALISED = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+")
@@ -47,6 +53,10 @@ def judge(text: str, tokens: Sequence[TokenLogprob], settings: Settings) -> Judg
     theta = settings.theta
     if settings.trigger == "dynamic" and not fact_dense(text):
         theta = settings.theta_prose
+    if settings.trigger == "content":
+        wordish = [t for t in tokens if any(c.isalnum() for c in t.text)]  # punctuation never counts
+        words = [w for w in group_words(wordish) if content_words(w.text)]
+        scored = [TokenLogprob(w.text, math.log(max(w.prob, 1e-12))) for w in words]
     low = tuple((t.text, t.prob) for t in scored if t.prob < theta)
     if not scored:
         return Judgement(theta >= 1.0, theta, 1.0, low)
