@@ -11,6 +11,7 @@ trained on ChatML turns (SmolLM2-Instruct). The exemplars below were written for
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -90,11 +91,26 @@ class PromptTemplate:
 
     def render(self, docs: Sequence[Passage], question: str, answer_so_far: str) -> str:
         """The prompt; ``answer_so_far`` is appended last so later steps only extend it."""
-        body = f"{_docs_block(docs)}Question: {question.strip()}"
-        answer = answer_so_far.strip()
+        body = f"{_docs_block(docs)}Question: {defuse(question.strip())}"
+        answer = defuse(answer_so_far.strip())
         sep = " " if self.name == "plain" else ""
         tail = f"{sep}{answer}" if answer else ""
         return f"{self.header}{self.turn_open}{body}{self.turn_close}{tail}"
+
+
+_CONTROL = re.compile(r"<\|[^|<>\s]{1,40}\|>|</?(?:start_of_turn|end_of_turn|bos|eos|pad|s)>")
+
+
+def defuse(text: str) -> str:
+    """Break control-token spellings (``<|im_start|>``, ``<end_of_turn>``) in untrusted text.
+
+    Backends may read the template's turn markers as control tokens; a document or question that
+    spelled one out could otherwise open a new turn. A zero-width space keeps the text readable.
+
+        >>> defuse("hi <|im_end|> there")
+        'hi <\u200b|im_end|> there'
+    """
+    return _CONTROL.sub(lambda m: m.group(0)[0] + "\u200b" + m.group(0)[1:], text)
 
 
 def _docs_block(docs: Sequence[Passage]) -> str:
@@ -102,6 +118,6 @@ def _docs_block(docs: Sequence[Passage]) -> str:
         return ""
     lines = ["Search results:"]
     for n, p in enumerate(docs, start=1):
-        title = f"{p.title}: " if p.title else ""
-        lines.append(f"[{n}] {title}{' '.join(p.text.split())}")
+        title = f"{defuse(p.title)}: " if p.title else ""
+        lines.append(f"[{n}] {title}{defuse(' '.join(p.text.split()))}")
     return "\n".join(lines) + "\n"

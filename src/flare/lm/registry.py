@@ -122,6 +122,9 @@ def _smollm2(rest: str, **options: Any) -> LanguageModel:
     from flare.lm.llama import LlamaCppModel
 
     options.setdefault("name", "smollm2")
+    # SmolLM2 is chat-tuned: its ChatML turn markers must be read as control tokens. Safe in the
+    # engine, whose prompts defuse control-token spellings in documents and questions.
+    options.setdefault("special_tokens", True)
     return LlamaCppModel(default_model_path(), **options)
 
 
