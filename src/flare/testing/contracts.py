@@ -143,8 +143,8 @@ CONTRACT_CORPUS: tuple[Passage, ...] = (
             {"acl": ["public"], "year": 2018, "lang": "en", "rating": 3.5, "draft": False}),
     Passage("eiffel", "The Eiffel Tower, built by Gustave Eiffel's company in 1889, stands in "
             "Paris.", "Eiffel Tower", {"acl": ["public", "hr"], "year": 2021, "lang": "en"}),
-    Passage("memo", "What is the capital of France? The capital of France is Paris. Merger memo.",
-            "Confidential memo", {"acl": ["finance"], "year": 2024, "lang": "en", "draft": True}),
+    Passage("memo", "What is the capital of France? The capital of France is Paris (confidential).",
+            "The capital of France", {"acl": ["finance"], "year": 2024, "lang": "en", "draft": True}),
     Passage("salaries", "Paris office salaries and the capital budget of France for HR.",
             "HR salaries", {"acl": ["hr"], "year": 2023, "lang": "en", "rating": 1.0}),
     Passage("pku", "北京大学是中国著名的高等学府，位于北京市海淀区。", "北京大学",
@@ -169,8 +169,8 @@ class RetrieverContract:
     Provide a class-scoped ``make_retriever`` fixture: a function that indexes a list of passages
     and returns a retriever over them. ``lexical`` says whether a query sharing no word with any
     passage finds nothing (true for BM25, false for dense retrieval, which always has neighbours).
-    Update tests run when the retriever has ``add(passages)`` (insert or replace by id) and
-    ``delete(ids)``.
+    Update tests run when the retriever says ``supports_updates = True`` and has
+    ``add(passages)`` (insert or replace by id) and ``delete(ids)``.
     """
 
     lexical: ClassVar[bool] = True
@@ -265,7 +265,7 @@ class RetrieverContract:
     def test_updates_and_deletes(self, make_retriever: MakeRetriever) -> None:
         r = make_retriever(list(CONTRACT_CORPUS))
         add, delete = getattr(r, "add", None), getattr(r, "delete", None)
-        if add is None or delete is None:
+        if not getattr(r, "supports_updates", False) or add is None or delete is None:
             pytest.skip(f"{r.name} has no add()/delete() update API")
         new = Passage("rome", "Rome is the capital of Italy.", "Rome", {"acl": ["public"]})
         add([new])
