@@ -126,3 +126,16 @@ def test_progress_bar_and_callback(tmp_path: Path, passages: list[Passage], caps
     assert "indexing" in captured.err and captured.out == ""
     build_index(passages, tmp_path / "c")
     assert capsys.readouterr().err == ""
+
+
+def test_add_rejects_meta_the_schema_does_not_have(tmp_path: Path) -> None:
+    build_index([Passage("a", "alpha text", "A", {"year": 2026})], tmp_path / "ix")
+    r = TantivyRetriever(tmp_path / "ix")
+    with pytest.raises(InputError, match="colour"):
+        r.add([Passage("b", "beta text", "B", {"colour": "red"})])
+    with pytest.raises(InputError, match="year"):
+        r.add([Passage("b", "beta text", "B", {"year": "2026"})])
+    r.add([Passage("b", "beta text", "B", {"year": 2025})])
+    assert len(r) == 2 and len(TantivyRetriever(tmp_path / "ix")) == 2  # params count follows
+    r.delete(["a", "missing"])
+    assert [h.passage.id for h in r.search("alpha beta text", k=5)] == ["b"]

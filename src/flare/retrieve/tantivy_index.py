@@ -269,6 +269,64 @@ class TantivyRetriever:
         result = self._searcher.search(Query.boolean_query(clauses), limit=k, count=False)
         return [Hit(self._passage(self._searcher.doc(addr)), float(s)) for s, addr in result.hits]
 
+    supports_updates = True
+
+    def add(self, passages: Iterable[Passage]) -> None:
+        """Insert passages; one with an existing id replaces it at once (e.g. a revoked ACL).
+
+        Meta must use the index's fields with their types (a new field needs a rebuild, since a
+        field's type is fixed in the schema).
+        """
+        items = list(passages)
+        for p in items:
+            schema = MetaSchema()
+            schema.add(p.meta, p.id)
+            for key, kind in schema.fields.items():
+                known = self.meta_fields.get(key)
+                if known is None or (known != kind and p.meta.get(key) != []):
+                    raise InputError(
+                        f"passage {p.id!r}: meta field {key!r} ({kind}) does not match this index "
+                        f"({known or 'no such field'})",
+                        f"rebuild the index with that field: {_HINT_BUILD}",
+                    )
+
+        def change(writer: Any) -> None:
+            for p in items:
+                writer.delete_documents_by_term("id", p.id)
+                writer.add_document(_document(p, self.meta_fields, self._names))
+
+        self._write(change)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove passages by id; unknown ids are ignored."""
+        gone = list(ids)
+
+        def change(writer: Any) -> None:
+            for i in gone:
+                writer.delete_documents_by_term("id", i)
+
+        self._write(change)
+
+    def _write(self, change: Callable[[Any], None]) -> None:
+        """Apply ``change`` in one commit, then refresh the searcher and the params count."""
+        writer = self._index.writer(heap_size=32_000_000)
+        try:
+            change(writer)
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        finally:
+            writer.wait_merging_threads()
+        self._index.reload()
+        self._searcher = self._index.searcher()
+        self._terms.clear()
+        params = _read_params(self.index_dir)
+        params["count"] = int(self._searcher.num_docs)
+        tmp = self.index_dir / f".{PARAMS_FILE}.{uuid.uuid4().hex[:8]}"
+        tmp.write_text(json.dumps(params, indent=2, ensure_ascii=False) + "\n")
+        tmp.replace(self.index_dir / PARAMS_FILE)
+
     def get(self, passage_id: str) -> Passage | None:
         """The passage with this id, or None if the index has none."""
         query = Query.term_query(self._schema, "id", passage_id)
