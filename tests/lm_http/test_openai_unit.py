@@ -156,3 +156,35 @@ def test_settings_and_specs_are_checked() -> None:
     c = lm.complete("Q", max_tokens=0)  # no request for zero tokens
     assert (c.text, c.finish_reason) == ("", "length")
     lm.close()
+
+
+def _sse(chunks: list[tuple[str, str, float]]) -> bytes:
+    lines = []
+    for text, token, logprob in chunks:
+        lp = {"tokens": [token], "token_logprobs": [logprob], "text_offset": [0]}
+        lines.append("data: " + json.dumps({"choices": [{"text": text, "logprobs": lp, "finish_reason": None}]}))
+    lines.append("data: [DONE]")
+    return ("\n\n".join(lines) + "\n\n").encode()
+
+
+def test_streaming_stops_reading_when_stop_when_holds() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert json.loads(request.content)["stream"] is True
+        body = _sse([(" Paris", " Paris", -0.1), (".", ".", -0.2), (" It", " It", -0.3)])
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    c = _model(handler, logprobs=True, stream=True).complete("Q", max_tokens=9, stop_when=lambda t: "." in t)
+    assert (c.text, c.finish_reason, c.generated_tokens) == (" Paris.", "sentence", 2)
+    assert [t.logprob for t in c.tokens] == [-0.1, -0.2]
+
+
+def test_streamed_byte_tokens_fall_back_to_one_request() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if json.loads(request.content).get("stream"):
+            body = _sse([("", "", -0.5), ("", "", -0.25)])  # llama_cpp.server drops the character
+            return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+        lp = {"tokens": ["", ""], "token_logprobs": [-0.5, -0.25], "text_offset": [3, 3]}
+        return _answer("中", lp)
+
+    c = _model(handler, logprobs=True, stream=True).complete("Q", max_tokens=2, stop_when=lambda t: False)
+    assert [(t.text, t.logprob) for t in c.tokens] == [("中", -0.75)]

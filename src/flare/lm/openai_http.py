@@ -31,10 +31,11 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -183,7 +184,7 @@ class OpenAIHTTPModel:
         body: dict[str, Any] = {**self.extra, "model": self._model_name(), "prompt": prompt,
                                 "max_tokens": max_tokens, "temperature": 0, "n": 1}  # fmt: skip
         if stop:
-            body["stop"] = [s for s in stop if s][:4]  # OpenAI's limit
+            body["stop"] = [s for s in stop if s]
         if logprobs:
             body["logprobs"] = 1
         if bias:
@@ -208,8 +209,16 @@ class OpenAIHTTPModel:
         character itself, so a streamed byte token makes the caller fall back to a plain request.
         """
         want = "logprobs" in body
+        events = self._stream("/completions", {**body, "stream": True})
+        with contextlib.closing(events):  # returning early closes the connection at once
+            return self._read_stream(events, stop_when, want)
+
+    @staticmethod
+    def _read_stream(
+        events: Iterator[dict[str, Any]], stop_when: StopWhen, want: bool
+    ) -> tuple[str, list[Piece], str, dict[str, Any]] | None:
         text, pieces, finish = "", list[Piece](), "length"
-        for chunk in self._stream("/completions", {**body, "stream": True}):
+        for chunk in events:
             choice = _choice(chunk)
             part = str(choice.get("text") or "")
             lp = choice.get("logprobs") or {}
@@ -246,7 +255,7 @@ class OpenAIHTTPModel:
             return _json(response, path)
         raise AssertionError("unreachable")  # _wait raises on the last attempt
 
-    def _stream(self, path: str, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    def _stream(self, path: str, body: Mapping[str, Any]) -> Generator[dict[str, Any], None, None]:
         for attempt in range(self.max_retries + 1):
             try:
                 with self._client.stream("POST", self.base_url + path, json=body) as response:

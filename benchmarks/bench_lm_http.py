@@ -1,0 +1,103 @@
+"""FLARE answer latency: SmolLM2 in-process vs the same model behind a local llama.cpp server.
+
+Starts ``llama_cpp.server`` on a free port (``tests/lm_http/llama_server.py``), answers the same
+``--n`` 2WikiMultihopQA questions with FLARE direct over the same BM25 index with both backends,
+and prints seconds per answer (mean, p50, p95), LM calls per answer, and whether the answers are
+identical. It then times the two ways the HTTP backend can honour ``stop_when`` (the engine's
+end-of-sentence stop): one request for ``max_tokens`` cut afterwards, or SSE streaming closed
+early.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_lm_http.py [--n 5] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from flare.config import Settings
+from flare.engine.loop import Flare
+from flare.lm.base import LanguageModel
+from flare.lm.llama import LlamaCppModel, default_model_path
+from flare.lm.openai_http import OpenAIHTTPModel
+from flare.retrieve.corpus import load_corpus
+from flare.retrieve.tantivy_index import TantivyRetriever, build_index
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.lm_http.llama_server import llama_server
+
+DATA = Path("/work/shared/data/2wikimultihopqa")
+
+
+def run(lm: LanguageModel, retriever: TantivyRetriever, questions: list[str]) -> tuple[list[float], list[str], float]:
+    engine = Flare(lm, retriever, Settings(max_sentences=4).with_overrides(method="flare"))
+    seconds, answers, calls = [], [], 0
+    for q in questions:
+        t = time.perf_counter()
+        answer = engine.answer(q)
+        seconds.append(time.perf_counter() - t)
+        answers.append(answer.text)
+        calls += answer.lm_calls
+    return seconds, answers, calls / len(questions)
+
+
+def line(name: str, seconds: list[float], calls: float) -> str:
+    p95 = sorted(seconds)[max(0, round(0.95 * (len(seconds) - 1)))]
+    return (f"| {name} | {statistics.fmean(seconds):.2f} | {statistics.median(seconds):.2f} | "
+            f"{p95:.2f} | {calls:.1f} |")  # fmt: skip
+
+
+def stop_when_modes(url: str, prompts: list[str]) -> None:
+    def sentence(text: str) -> bool:
+        return any(mark in text for mark in ".?!。")
+
+    print("\n| stop_when via | mean s per call | generated tokens |\n|---|---|---|")
+    for stream in (False, True):
+        with OpenAIHTTPModel(url, stream=stream, timeout=600) as lm:
+            lm.complete(prompts[0], max_tokens=1)
+            seconds, tokens = [], 0
+            for p in prompts:
+                t = time.perf_counter()
+                c = lm.complete(p, max_tokens=64, stop_when=sentence)
+                seconds.append(time.perf_counter() - t)
+                tokens += c.generated_tokens
+            print(f"| {'SSE stream, closed early' if stream else 'one request, cut after'} | "
+                  f"{statistics.fmean(seconds):.2f} | {tokens / len(prompts):.1f} |")  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--n", type=int, default=5)
+    ap.add_argument("--offset", type=int, default=100, help="skip the dev slice")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    index = Path(".flare/indexes/2wikimultihopqa")
+    if not (index / "flare-index.json").exists():
+        build_index(load_corpus(DATA / "corpus.jsonl"), index)
+    retriever = TantivyRetriever(index)
+    lines = (DATA / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    questions = [json.loads(x)["question"] for x in lines[args.offset : args.offset + args.n]]
+    local = LlamaCppModel(default_model_path(), n_threads=args.threads)
+    local.complete("warm up", max_tokens=1)
+    with llama_server(default_model_path(), threads=args.threads) as url, OpenAIHTTPModel(url, timeout=600) as http:
+        http.complete("warm up", max_tokens=1)
+        local_s, local_a, local_calls = run(local, retriever, questions)
+        http_s, http_a, http_calls = run(http, retriever, questions)
+        same = sum(a == b for a, b in zip(local_a, http_a, strict=True))
+        print(f"## FLARE direct, {len(questions)} 2WikiMultihopQA questions, SmolLM2, {args.threads} thread(s)\n")
+        print("| LM | mean s/answer | p50 s | p95 s | LM calls/answer |\n|---|---|---|---|---|")
+        print(line("in-process llama.cpp", local_s, local_calls))
+        print(line("llama_cpp.server over HTTP", http_s, http_calls))
+        print(f"\nidentical answers: {same}/{len(questions)}")
+        stop_when_modes(url, [f"Question: {q}\nAnswer:" for q in questions])
+    local.close()
+
+
+if __name__ == "__main__":
+    main()
