@@ -23,6 +23,7 @@ from pathlib import Path
 
 from flare.config import Settings
 from flare.engine.loop import Flare
+from flare.engine.prompts import PromptTemplate
 from flare.lm.base import LanguageModel
 from flare.lm.llama import LlamaCppModel, default_model_path
 from flare.lm.openai_http import OpenAIHTTPModel
@@ -36,7 +37,11 @@ DATA = Path("/work/shared/data/2wikimultihopqa")
 
 
 def run(lm: LanguageModel, retriever: TantivyRetriever, questions: list[str]) -> tuple[list[float], list[str], float]:
-    engine = Flare(lm, retriever, Settings(max_sentences=4).with_overrides(method="flare"))
+    # Same ChatML prompts for both: the server tokenizes <|im_start|> as a control token, as the
+    # in-process model does with special_tokens=True (servers do not report a chat template).
+    engine = Flare(
+        lm, retriever, Settings(max_sentences=4).with_overrides(method="flare"), template=PromptTemplate.chatml()
+    )
     seconds, answers, calls = [], [], 0
     for q in questions:
         t = time.perf_counter()
@@ -83,12 +88,15 @@ def main() -> None:
     retriever = TantivyRetriever(index)
     lines = (DATA / "questions.jsonl").read_text(encoding="utf-8").splitlines()
     questions = [json.loads(x)["question"] for x in lines[args.offset : args.offset + args.n]]
-    local = LlamaCppModel(default_model_path(), n_threads=args.threads)
+    local = LlamaCppModel(default_model_path(), n_threads=args.threads, special_tokens=True)
     local.complete("warm up", max_tokens=1)
     with llama_server(default_model_path(), threads=args.threads) as url, OpenAIHTTPModel(url, timeout=600) as http:
         http.complete("warm up", max_tokens=1)
         local_s, local_a, local_calls = run(local, retriever, questions)
         http_s, http_a, http_calls = run(http, retriever, questions)
+        for a, b in zip(local_a, http_a, strict=True):
+            if a != b:
+                print(f"differs:\n  in-process: {a!r}\n  http:       {b!r}")
         same = sum(a == b for a, b in zip(local_a, http_a, strict=True))
         print(f"## FLARE direct, {len(questions)} 2WikiMultihopQA questions, SmolLM2, {args.threads} thread(s)\n")
         print("| LM | mean s/answer | p50 s | p95 s | LM calls/answer |\n|---|---|---|---|---|")

@@ -112,7 +112,9 @@ def test_tokens_past_a_stop_sequence_are_cut_and_stop_when_applies() -> None:
 
     c = _model(handler, logprobs=True).complete("Q", max_tokens=9, stop=[" I"])
     assert [t.text for t in c.tokens] == [" Paris", "."] and c.finish_reason == "stop"
-    s = _model(handler, logprobs=True).complete("Q", max_tokens=9, stop=[" I"], stop_when=lambda t: t.endswith("s"))
+    s = _model(handler, logprobs=True, stream=False).complete(
+        "Q", max_tokens=9, stop=[" I"], stop_when=lambda t: t.endswith("s")
+    )
     assert (s.text, s.finish_reason) == (" Paris", "sentence")
 
 
@@ -169,12 +171,15 @@ def _sse(chunks: list[tuple[str, str, float]]) -> bytes:
 
 def test_streaming_stops_reading_when_stop_when_holds() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("tokenize"):
+            return httpx.Response(404)
         assert json.loads(request.content)["stream"] is True
         body = _sse([(" Paris", " Paris", -0.1), (".", ".", -0.2), (" It", " It", -0.3)])
         return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
 
     c = _model(handler, logprobs=True, stream=True).complete("Q", max_tokens=9, stop_when=lambda t: "." in t)
     assert (c.text, c.finish_reason, c.generated_tokens) == (" Paris.", "sentence", 2)
+    assert c.prompt_tokens == 0  # no tokenize endpoint to count it with
     assert [t.logprob for t in c.tokens] == [-0.1, -0.2]
 
 

@@ -12,10 +12,12 @@ What the server sends back is normalised to the :class:`~flare.lm.base.LanguageM
   ``bytes`` (llama.cpp's newer format), else from ``text_offset`` against the returned text, else
   from the token strings; the tokens of one character are merged and their log-probabilities
   summed, exactly as the in-process backend does.
-* **stop / stop_when.** ``stop`` goes to the server. ``stop_when`` is applied here on the
-  returned tokens (the request asks for ``max_tokens`` and the answer is cut where ``stop_when``
-  first holds): on llama.cpp's Python server this was measured faster than streaming and
-  closing early (see ``benchmarks/bench_lm_http.py``); ``stream=True`` switches to SSE.
+* **stop / stop_when.** ``stop`` goes to the server. With ``stop_when`` (the engine's
+  end-of-sentence stop) the completion is streamed (SSE) and the stream closed as soon as
+  ``stop_when`` holds, so the server stops generating: measured a third cheaper per draft than
+  one request for ``max_tokens`` cut afterwards (``benchmarks/bench_lm_http.py``). A stream that
+  cannot carry the text (llama_cpp.server sends byte tokens as "") falls back to that one request,
+  as does ``stream=False``.
 * **logit_bias** is keyed by text; it is mapped to token ids through the server's tokenize
   endpoint (``/tokenize`` or ``/extras/tokenize``). Only the tokens that the key and the key
   after a space encode to as single tokens are biased, a narrower set than the in-process
@@ -42,8 +44,18 @@ import httpx
 
 from flare.errors import ConfigError, ModelError
 from flare.lm.base import StopWhen
-from flare.lm.openai_logprobs import SERVER_HINT, Piece, apply_stop_when, merge_pieces, pieces_of
-from flare.types import Completion, TokenLogprob
+from flare.lm.openai_logprobs import (
+    SERVER_HINT,
+    Piece,
+    apply_stop_when,
+    cap,
+    completion,
+    finish_reason,
+    first_choice,
+    merge_pieces,
+    pieces_of,
+)
+from flare.types import Completion
 
 __all__ = ["OpenAIHTTPModel", "from_spec"]
 
@@ -62,7 +74,9 @@ class OpenAIHTTPModel:
     ``base_url`` ends in ``/v1``; ``model`` defaults to the first one ``/v1/models`` lists.
     ``api_key`` defaults to ``$FLARE_OPENAI_API_KEY`` (never ``$OPENAI_API_KEY``: a key meant for
     one provider must not be sent to whatever URL a spec names). ``logprobs=None`` probes the
-    server on first use of :attr:`supports_logprobs`.
+    server on first use of :attr:`supports_logprobs`. ``chat_template`` is the served model's
+    template text, if known; the engine reads it to choose ChatML prompts (servers do not report
+    it). ``extra`` is merged into every request body (default: ``repeat_penalty=1``).
     """
 
     def __init__(
@@ -74,10 +88,11 @@ class OpenAIHTTPModel:
         timeout: float = 120.0,
         max_retries: int = 3,
         backoff: float = 0.5,
-        stream: bool = False,
+        stream: bool = True,
         logprobs: bool | None = None,
         extra: Mapping[str, Any] | None = None,
         name: str | None = None,
+        chat_template: str | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
@@ -90,6 +105,7 @@ class OpenAIHTTPModel:
         self.max_retries = max_retries
         self.backoff = backoff
         self.stream = stream
+        self.chat_template = chat_template
         self.extra = dict(DEFAULT_EXTRA if extra is None else extra)
         key = api_key if api_key is not None else os.environ.get("FLARE_OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -107,7 +123,7 @@ class OpenAIHTTPModel:
         """Whether the server returns token logprobs (probed once with a one-token request)."""
         if self._logprobs is None:
             body = self._post("/completions", self._body("Hello", 1, (), True, None))
-            self._logprobs = _choice(body).get("logprobs") not in (None, {})
+            self._logprobs = first_choice(body).get("logprobs") not in (None, {})
         return self._logprobs
 
     @supports_logprobs.setter
@@ -146,20 +162,27 @@ class OpenAIHTTPModel:
         if self.stream and stop_when is not None:
             streamed = self._complete_streamed(body, stop_when)
             if streamed is not None:
-                text, pieces, finish, generated = _cap(*streamed[:3], max_tokens)
-                return _completion(text, pieces, finish, streamed[3], generated, start)
+                text, pieces, finish, generated = cap(*streamed[:3], max_tokens)
+                usage = {"prompt_tokens": self._count_prompt(prompt)}  # a closed stream sends none
+                return completion(text, pieces, finish, usage, generated, start)
         choice, usage = self._complete_once(body)
-        text, finish = str(choice.get("text") or ""), _finish(choice.get("finish_reason"))
+        text, finish = str(choice.get("text") or ""), finish_reason(choice.get("finish_reason"))
         pieces, truncated = pieces_of(choice, text, want)
         text, pieces, finish = apply_stop_when(text, pieces, finish, stop_when, want, truncated)
-        text, pieces, finish, generated = _cap(text, pieces, finish, max_tokens)
+        text, pieces, finish, generated = cap(text, pieces, finish, max_tokens)
         if not want:
             generated = int(usage.get("completion_tokens") or 0)
-        return _completion(text, pieces, finish, usage, generated, start)
+        return completion(text, pieces, finish, usage, generated, start)
 
     def count_tokens(self, text: str) -> int:
         """Token count from the server's tokenize endpoint (a ModelError if it has none)."""
         return len(self._tokenize(text)) - len(self._base_ids()) if text else 0
+
+    def _count_prompt(self, prompt: str) -> int:
+        """Prompt tokens for a streamed call (0 when the server cannot tokenize)."""
+        if self._find_tokenizer() is None:
+            return 0
+        return len(self._tokenize(prompt))
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -198,7 +221,7 @@ class OpenAIHTTPModel:
         usage = dict(usage) if isinstance(usage, dict) else {}
         if isinstance(timings, dict) and isinstance(timings.get("prompt_n"), int):
             usage["_evaluated"] = timings["prompt_n"]
-        return _choice(answer), usage
+        return first_choice(answer), usage
 
     def _complete_streamed(
         self, body: Mapping[str, Any], stop_when: StopWhen
@@ -217,9 +240,10 @@ class OpenAIHTTPModel:
     def _read_stream(
         events: Iterator[dict[str, Any]], stop_when: StopWhen, want: bool
     ) -> tuple[str, list[Piece], str, dict[str, Any]] | None:
-        text, pieces, finish = "", list[Piece](), "length"
+        text, pieces, finish, received = "", list[Piece](), "length", False
         for chunk in events:
-            choice = _choice(chunk)
+            received = True
+            choice = first_choice(chunk)
             part = str(choice.get("text") or "")
             lp = choice.get("logprobs") or {}
             values = [float(x) for x in lp.get("token_logprobs") or [] if x is not None]
@@ -239,8 +263,8 @@ class OpenAIHTTPModel:
                     if stop_when(text):
                         return text, pieces, "sentence", {}
             if choice.get("finish_reason"):
-                finish = _finish(choice["finish_reason"])
-        return text, pieces, finish, {}
+                finish = finish_reason(choice["finish_reason"])
+        return (text, pieces, finish, {}) if received else None  # no events: not a streaming server
 
     def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         for attempt in range(self.max_retries + 1):
@@ -371,47 +395,6 @@ def from_spec(rest: str, **options: Any) -> OpenAIHTTPModel:
     if not url:
         raise ConfigError("openai: spec has no URL", "write openai:http://127.0.0.1:8080/v1#model")
     return OpenAIHTTPModel(url, model or None, **options)
-
-
-def _cap(text: str, pieces: list[Piece], finish: str, max_tokens: int) -> tuple[str, list[Piece], str, int]:
-    """Drop a character whose bytes ran past ``max_tokens``; also returns the tokens generated.
-
-    llama_cpp.server keeps generating past ``max_tokens`` to finish a split character; the
-    in-process backend stops at ``max_tokens`` and drops the unfinished character instead.
-    """
-    total = sum(n for _, _, n in pieces)
-    if total <= max_tokens:
-        return text, pieces, finish, total
-    while pieces and total > max_tokens:
-        total -= pieces.pop()[2]
-    return "".join(p for p, _, _ in pieces), pieces, "length", max_tokens
-
-
-def _completion(
-    text: str,
-    pieces: list[Piece],
-    finish: str,
-    usage: Mapping[str, Any],
-    generated: int,
-    start: float,
-) -> Completion:
-    prompt = int(usage.get("prompt_tokens") or 0)
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-    evaluated = usage.get("_evaluated", prompt - int(cached or 0))
-    tokens = tuple(TokenLogprob(p, min(lp, 0.0)) for p, lp, _ in pieces)
-    elapsed = time.perf_counter() - start
-    return Completion(text, tokens, finish, prompt, int(evaluated), generated, elapsed)
-
-
-def _choice(answer: Mapping[str, Any]) -> dict[str, Any]:
-    choices = answer.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ModelError("the server's answer has no choices", SERVER_HINT)
-    return choices[0]
-
-
-def _finish(reason: object) -> str:
-    return "length" if reason == "length" else "stop"
 
 
 def _json(response: httpx.Response, path: str) -> dict[str, Any]:

@@ -11,13 +11,24 @@ from __future__ import annotations
 
 import codecs
 import itertools
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flare.errors import ModelError
 from flare.lm.base import StopWhen
+from flare.types import Completion, TokenLogprob
 
-__all__ = ["Piece", "apply_stop_when", "merge_pieces", "pieces_of"]
+__all__ = [
+    "Piece",
+    "apply_stop_when",
+    "cap",
+    "completion",
+    "finish_reason",
+    "first_choice",
+    "merge_pieces",
+    "pieces_of",
+]
 
 Piece = tuple[str, float, int]
 """Whole characters, summed logprob, and how many raw tokens were merged into it."""
@@ -123,3 +134,44 @@ def apply_stop_when(
 def _monotonic(offsets: Sequence[Any]) -> bool:
     values = [o for o in offsets if isinstance(o, int)]
     return len(values) == len(offsets) and all(a <= b for a, b in itertools.pairwise(values))
+
+
+def cap(text: str, pieces: list[Piece], finish: str, max_tokens: int) -> tuple[str, list[Piece], str, int]:
+    """Drop a character whose bytes ran past ``max_tokens``; also returns the tokens generated.
+
+    llama_cpp.server keeps generating past ``max_tokens`` to finish a split character; the
+    in-process backend stops at ``max_tokens`` and drops the unfinished character instead.
+    """
+    total = sum(n for _, _, n in pieces)
+    if total <= max_tokens:
+        return text, pieces, finish, total
+    while pieces and total > max_tokens:
+        total -= pieces.pop()[2]
+    return "".join(p for p, _, _ in pieces), pieces, "length", max_tokens
+
+
+def completion(
+    text: str,
+    pieces: list[Piece],
+    finish: str,
+    usage: Mapping[str, Any],
+    generated: int,
+    start: float,
+) -> Completion:
+    prompt = int(usage.get("prompt_tokens") or 0)
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    evaluated = usage.get("_evaluated", prompt - int(cached or 0))
+    tokens = tuple(TokenLogprob(p, min(lp, 0.0)) for p, lp, _ in pieces)
+    elapsed = time.perf_counter() - start
+    return Completion(text, tokens, finish, prompt, int(evaluated), generated, elapsed)
+
+
+def first_choice(answer: Mapping[str, Any]) -> dict[str, Any]:
+    choices = answer.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ModelError("the server's answer has no choices", SERVER_HINT)
+    return choices[0]
+
+
+def finish_reason(reason: object) -> str:
+    return "length" if reason == "length" else "stop"

