@@ -387,9 +387,10 @@ class OpenAIHTTPModel:
 def from_spec(rest: str, **options: Any) -> OpenAIHTTPModel:
     """Build from the part of ``openai:URL#model`` after ``openai:`` (registry factory).
 
-    ``n_threads``/``n_ctx``/``n_contexts`` are settings of the server, so they are ignored.
+    ``n_threads``/``n_ctx``/``n_contexts``/``special_tokens`` are settings of the server (which
+    tokenizes as it was started to), so they are ignored.
     """
-    for ignored in ("n_threads", "n_ctx", "n_contexts"):
+    for ignored in ("n_threads", "n_ctx", "n_contexts", "special_tokens"):
         options.pop(ignored, None)
     url, _, model = rest.partition("#")
     if not url:
