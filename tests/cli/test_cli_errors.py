@@ -80,3 +80,16 @@ def test_bad_corpus_files_fail_and_keep_the_existing_index(index: Path, tmp_path
     one_line_error(flare("index", str(latin), "--index", str(index)), "UTF-8")
     assert sorted(p.name for p in index.iterdir()) == before
     assert not [p for p in index.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_index_and_ask_take_backend_specs(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": "Alpha is a letter."}) + "\n", encoding="utf-8")
+    out = flare("index", str(corpus), "--index", f"bm25:{tmp_path / 'ix'}", "--quiet")
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "ix" / "flare-index.json").is_file()
+    # An LM server that is down: a clear one-line error after the retries, not a traceback.
+    down = flare("ask", "What is alpha?", "--index", f"bm25:{tmp_path / 'ix'}",
+                 "--model", "openai:http://127.0.0.1:9/v1#none")
+    one_line_error(down, "127.0.0.1:9")
+    one_line_error(flare("ask", "q?", "--index", "nosuch:thing"))

@@ -14,14 +14,15 @@ from flare.config import Settings
 from flare.engine.loop import Flare
 from flare.lm.registry import resolve_model
 from flare.retrieve.filters import Filters
-from flare.retrieve.tantivy_index import TantivyRetriever
+from flare.retrieve.registry import open_retriever
 from flare.trace.tracers import JsonlTracer, NullTracer, Tracer
 
 
 @click.command()
 @click.argument("question")
-@click.option("--index", "index_dir", required=True, type=click.Path(path_type=Path),
-              help="Index directory built by `flare index`.")
+@click.option("--index", "index_spec", required=True, metavar="SPEC",
+              help="Index built by `flare index`: a directory (BM25), or dense:DIR, hybrid:DIR, "
+                   "milvus:URI#COLLECTION (see docs/backends.md).")
 @click.option("--filter", "filters", multiple=True, metavar="EXPR",
               help="Metadata filter, repeatable: year=2026, acl=finance|hr, year>=2025.")
 @click.option("--trace", "trace_path", type=click.Path(path_type=Path), default=None,
@@ -32,7 +33,7 @@ from flare.trace.tracers import JsonlTracer, NullTracer, Tracer
 @run_options
 def ask(
     question: str,
-    index_dir: Path,
+    index_spec: str,
     filters: tuple[str, ...],
     trace_path: Path | None,
     trace_content: bool,
@@ -44,7 +45,7 @@ def ask(
 ) -> None:
     """Answer QUESTION from the passages in --index, citing them."""
     flt = Filters.parse(filters)
-    retriever = TantivyRetriever(index_dir)
+    retriever = open_retriever(index_spec)
     retriever.search("", k=0, filters=flt)  # rejects unknown filter fields before the model loads
     settings = settings_from(Settings(), opts)
     lm = resolve_model(model_spec, n_threads=threads)

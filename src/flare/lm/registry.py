@@ -135,5 +135,12 @@ def _gemma3(rest: str, **options: Any) -> LanguageModel:
     return LlamaCppModel(gemma3_model_path(), **options)
 
 
+def _openai(rest: str, **options: Any) -> LanguageModel:
+    from flare.lm.openai_http import from_spec
+
+    return from_spec(rest, **options)
+
+
 register_model("smollm2", _smollm2)
 register_model("gemma3", _gemma3)
+register_model("openai", _openai)
