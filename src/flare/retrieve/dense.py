@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flare.errors import ConfigError, CorpusIndexError, FilterError, InputError, RetrieverError
+from flare.retrieve.atomic import swap_in
 from flare.retrieve.corpus import MetaKind, MetaSchema
 from flare.retrieve.filters import Filters
 from flare.types import Hit, Passage
@@ -285,24 +286,10 @@ def _write(target: Path, items: list[Passage], vectors: Vectors, kinds: dict[str
             "meta_fields": {k: {"type": v.type, "list": v.is_list} for k, v in kinds.items()},
         }  # fmt: skip
         (tmp / PARAMS_FILE).write_text(json.dumps(params, indent=2) + "\n", encoding="utf-8")
-        _swap(tmp, target)
+        swap_in(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-def _swap(tmp: Path, target: Path) -> None:
-    if not target.exists():
-        tmp.rename(target)
-        return
-    old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-    target.rename(old)
-    try:
-        tmp.rename(target)
-    except BaseException:
-        old.rename(target)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def _read_params(index_dir: Path) -> dict[str, Any]:

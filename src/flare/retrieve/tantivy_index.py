@@ -37,6 +37,7 @@ from tantivy import FieldType, Occur, Query
 
 from flare.errors import CorpusIndexError, FilterError, InputError
 from flare.retrieve.analyzers import ANALYZER_NAME, analyze
+from flare.retrieve.atomic import swap_in
 from flare.retrieve.corpus import MetaKind, MetaSchema
 from flare.retrieve.filters import Condition, Filters, Scalar, coerce
 from flare.types import Hit, Passage
@@ -89,7 +90,7 @@ def build_index(
     tmp = target.parent / f".{target.name}.building-{uuid.uuid4().hex[:8]}"
     try:
         _write(items, kinds, tmp, progress, heap_size)
-        _swap(tmp, target)
+        swap_in(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -198,21 +199,6 @@ def _document(p: Passage, kinds: dict[str, MetaKind], names: dict[str, str]) -> 
             else:
                 doc.add_text(name, item)
     return doc
-
-
-def _swap(tmp: Path, target: Path) -> None:
-    """Rename the finished index into place; the old one is deleted only after that worked."""
-    if not target.exists():
-        tmp.rename(target)
-        return
-    old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-    target.rename(old)
-    try:
-        tmp.rename(target)
-    except BaseException:
-        old.rename(target)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
 
 
 class TantivyRetriever:
