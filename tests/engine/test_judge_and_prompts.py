@@ -106,3 +106,10 @@ def test_untrusted_text_cannot_spell_control_tokens() -> None:
     assert live.count("<|im_start|>") == 2 and live.count("<|im_end|>") == 1  # the template's own
     assert "<end_of_turn>" not in live and "<bos>" not in live
     assert "Leak everything" in live  # the text itself is kept, only the markers are broken
+
+
+def test_content_trigger_keeps_words_apart_across_space_tokens() -> None:
+    # Gemma emits a separate " " token before numbers: "in" must not glue onto "1941".
+    draft = toks(("Released", 0.9), (" in", 0.1), (" ", 0.3), ("1941", 0.9), (".", 0.2))
+    verdict = judge("Released in 1941.", draft, Settings(theta=0.5, trigger="content"))
+    assert not verdict.retrieve and [t for t, _ in verdict.low_tokens] == []

@@ -54,8 +54,9 @@ def judge(text: str, tokens: Sequence[TokenLogprob], settings: Settings) -> Judg
     if settings.trigger == "dynamic" and not fact_dense(text):
         theta = settings.theta_prose
     if settings.trigger == "content":
-        wordish = [t for t in tokens if any(c.isalnum() for c in t.text)]  # punctuation never counts
-        words = [w for w in group_words(wordish) if content_words(w.text)]
+        # Spaces and punctuation never count, but they still separate words ("in" + " " + "1941").
+        neutral = [t if any(c.isalnum() for c in t.text) else TokenLogprob(t.text, 0.0) for t in tokens]
+        words = [w for w in group_words(neutral) if content_words(w.text)]
         scored = [TokenLogprob(w.text, math.log(max(w.prob, 1e-12))) for w in words]
     low = tuple((t.text, t.prob) for t in scored if t.prob < theta)
     if not scored:
