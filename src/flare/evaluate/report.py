@@ -46,6 +46,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "gold_recall": mean(r.get("gold_recall") for r in rs),
             "theta": _common(rs, "theta"), "beta": _common(rs, "beta"),
             "policy": rs[0]["settings"]["method"], "query": _common(rs, "query"),
+            "trigger": _common(rs, "trigger"),
         }
         for key in EXTRA_SCORES[task]:
             row[key] = mean(r["scores"].get(key) for r in rs)
@@ -126,15 +127,20 @@ def _sweep(plt: Any, rows: Sequence[dict[str, Any]], datasets: list[str], knob: 
         rs = [r for r in rows if r["dataset"] == ds and r["policy"] == "flare" and r["query"] == "implicit"]
         if not rs:
             continue
-        fixed = Counter(r[other] for r in rs).most_common(1)[0][0]
-        pts = sorted((float(r[knob]), r["quality"], r["retrieval_rate"]) for r in rs if r[other] == fixed)
+        # One line holds everything but the knob fixed: the other threshold and the trigger rule.
+        fixed, trigger = Counter((r[other], r.get("trigger")) for r in rs).most_common(1)[0][0]
+        pts = sorted(
+            (float(r[knob]), r["quality"], r["retrieval_rate"])
+            for r in rs
+            if r[other] == fixed and r.get("trigger") == trigger
+        )
         if len({p[0] for p in pts}) < 2:
             continue
         drawn = True
         xs = [p[0] for p in pts]
         ax.plot(xs, [p[1] for p in pts], "o-", label="quality")
         ax.plot(xs, [p[2] for p in pts], "s--", label="share of sentences retrieved")
-        ax.set(title=f"{ds} ({other}={fixed})", xlabel=knob, ylim=(-0.05, 1.05))
+        ax.set(title=f"{ds} ({other}={fixed}, trigger={trigger})", xlabel=knob, ylim=(-0.05, 1.05))
         ax.legend(fontsize=7)
     if not drawn:
         plt.close(fig)
