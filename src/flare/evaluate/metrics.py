@@ -124,7 +124,7 @@ def short_answer_em(prediction: str, qa_pairs: Sequence[tuple[str, Sequence[str]
 
 
 def gold_recall(supporting: Iterable[str], retrieved: Iterable[str]) -> float | None:
-    """Share of gold passages among everything retrieved; None when the example has no gold ids."""
+    """Share of the gold passages that were retrieved at any step; None when there are no gold ids."""
     gold = set(supporting)
     if not gold:
         return None
