@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -398,3 +398,23 @@ def _weight(unit: str) -> float:
     if len(unit) == 1 and _HAN_CHAR.match(unit):
         return _HAN_WEIGHT
     return 1.0 if _WORDY.search(unit) else 0.0
+
+
+def check_passages(items: Sequence[Passage]) -> dict[str, MetaKind]:
+    """Refuse an empty list, missing or duplicate ids and mixed meta types; return the meta kinds.
+
+    Every index builder calls this before writing anything, so bad input never leaves a
+    half-built index behind.
+    """
+    if not items:
+        raise InputError("nothing to index: no passages", "check the corpus path and its files")
+    schema = MetaSchema()
+    seen: set[str] = set()
+    for p in items:
+        if not isinstance(p.id, str) or not p.id:
+            raise InputError(f"passage id {p.id!r} is not a non-empty string", "give every id")
+        if p.id in seen:
+            raise InputError(f"duplicate passage id {p.id!r}", "give every passage a unique id")
+        seen.add(p.id)
+        schema.add(p.meta, f"passage {p.id!r}")
+    return schema.fields

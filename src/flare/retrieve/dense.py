@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from flare.errors import ConfigError, CorpusIndexError, FilterError, InputError, RetrieverError
 from flare.retrieve.atomic import swap_in
-from flare.retrieve.corpus import MetaKind, MetaSchema
+from flare.retrieve.corpus import MetaKind, check_passages
 from flare.retrieve.filters import Filters
 from flare.types import Hit, Passage
 
@@ -140,7 +140,7 @@ def build_dense_index(
     items = list(passages)
     if not items:
         raise InputError("nothing to index: no passages", "check the corpus path and its files")
-    kinds = _schema(items)
+    kinds = check_passages(items)
     model = embedder or MiniLMEmbedder()
     vectors = model.embed([passage_text(p) for p in items])
     _write(Path(index_dir), items, vectors, kinds, model)
@@ -241,24 +241,11 @@ class DenseRetriever:
         self._replace(kept, np.asarray(self._vectors[[self._rows[p.id] for p in kept]]))
 
     def _replace(self, passages: list[Passage], vectors: Vectors) -> None:
-        _write(self.index_dir, passages, vectors, _schema(passages), self.embedder)
+        _write(self.index_dir, passages, vectors, check_passages(passages), self.embedder)
         fresh = DenseRetriever(self.index_dir, embedder=self.embedder)
         self.meta_fields, self._vectors = fresh.meta_fields, fresh._vectors
         self._passages, self._rows = fresh._passages, fresh._rows
         self._masks.clear()
-
-
-def _schema(items: list[Passage]) -> dict[str, MetaKind]:
-    schema = MetaSchema()
-    seen: set[str] = set()
-    for p in items:
-        if not isinstance(p.id, str) or not p.id:
-            raise InputError(f"passage id {p.id!r} is not a non-empty string", "give every id")
-        if p.id in seen:
-            raise InputError(f"duplicate passage id {p.id!r}", "give every passage a unique id")
-        seen.add(p.id)
-        schema.add(p.meta, f"passage {p.id!r}")
-    return schema.fields
 
 
 def _write(target: Path, items: list[Passage], vectors: Vectors, kinds: dict[str, MetaKind],

@@ -38,7 +38,7 @@ from tantivy import FieldType, Occur, Query
 from flare.errors import CorpusIndexError, FilterError, InputError
 from flare.retrieve.analyzers import ANALYZER_NAME, analyze
 from flare.retrieve.atomic import swap_in
-from flare.retrieve.corpus import MetaKind, MetaSchema
+from flare.retrieve.corpus import MetaKind, MetaSchema, check_passages
 from flare.retrieve.filters import Condition, Filters, Scalar, coerce
 from flare.types import Hit, Passage
 
@@ -84,7 +84,7 @@ def build_index(
     started = time.perf_counter()
     target = Path(index_dir).resolve()
     items = list(passages)
-    kinds = _check(items)
+    kinds = check_passages(items)
     _check_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.building-{uuid.uuid4().hex[:8]}"
@@ -95,21 +95,6 @@ def build_index(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return IndexInfo(target, len(items), kinds, ANALYZER_NAME, time.perf_counter() - started)
-
-
-def _check(items: list[Passage]) -> dict[str, MetaKind]:
-    if not items:
-        raise InputError("nothing to index: no passages", "check the corpus path and its files")
-    schema = MetaSchema()
-    seen: set[str] = set()
-    for p in items:
-        if not isinstance(p.id, str) or not p.id:
-            raise InputError(f"passage id {p.id!r} is not a non-empty string", "give every id")
-        if p.id in seen:
-            raise InputError(f"duplicate passage id {p.id!r}", "give every passage a unique id")
-        seen.add(p.id)
-        schema.add(p.meta, f"passage {p.id!r}")
-    return schema.fields
 
 
 def _check_target(target: Path) -> None:
