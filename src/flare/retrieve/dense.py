@@ -241,7 +241,8 @@ class DenseRetriever:
         self._replace(kept, np.asarray(self._vectors[[self._rows[p.id] for p in kept]]))
 
     def _replace(self, passages: list[Passage], vectors: Vectors) -> None:
-        _write(self.index_dir, passages, vectors, check_passages(passages), self.embedder)
+        kinds = check_passages(passages) if passages else dict(self.meta_fields)  # deleting all is fine
+        _write(self.index_dir, passages, vectors, kinds, self.embedder)
         fresh = DenseRetriever(self.index_dir, embedder=self.embedder)
         self.meta_fields, self._vectors = fresh.meta_fields, fresh._vectors
         self._passages, self._rows = fresh._passages, fresh._rows
