@@ -15,10 +15,10 @@ from flare.errors import ConfigError
 @click.command()
 @click.option(
     "--index",
-    "index_dir",
+    "index_spec",
     required=True,
-    type=click.Path(path_type=Path),
-    help="Index directory built by `flare index`.",
+    metavar="SPEC",
+    help="Index built by `flare index`: a directory (BM25), or dense:DIR, hybrid:DIR, milvus:URI#COLLECTION.",
 )
 @click.option(
     "--keys",
@@ -60,7 +60,7 @@ from flare.errors import ConfigError
 )
 @run_options
 def serve(
-    index_dir: Path,
+    index_spec: str,
     keys_path: Path,
     host: str,
     port: int,
@@ -89,11 +89,11 @@ def serve(
         ) from None
     from flare.engine.loop import Flare
     from flare.lm.registry import resolve_model
-    from flare.retrieve.tantivy_index import TantivyRetriever
+    from flare.retrieve.registry import open_retriever
     from flare.trace.tracers import JsonlTracer
 
     keys = KeyStore.load(keys_path)
-    retriever = TantivyRetriever(index_dir)
+    retriever = open_retriever(index_spec)
     settings = settings_from(Settings(), opts)
     limits = Limits(
         max_concurrency=max_concurrency,
@@ -109,7 +109,7 @@ def serve(
         return Flare(resolve_model(model_spec, n_threads=threads), retriever, settings, tracer=tracer)
 
     configure(log_level)
-    click.echo(f"flare: serving {index_dir} on http://{host}:{port} (viewer: /viewer/)", err=True)
+    click.echo(f"flare: serving {index_spec} on http://{host}:{port} (viewer: /viewer/)", err=True)
     uvicorn.run(
         create_app(engine, keys, limits),
         host=host,
