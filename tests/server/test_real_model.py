@@ -100,12 +100,12 @@ def _free_port() -> int:
 
 
 def test_flare_serve_command(index_dir: Path, tmp_path: Path) -> None:
-    """`flare serve` end to end: TOML key file, real index, SmolLM2, one OpenAI call."""
+    """`flare serve` end to end: TOML key file, real index, the default model (Gemma), one OpenAI call."""
     keyfile = tmp_path / "keys.toml"
     keyfile.write_text(f'[[keys]]\nkey = "{STAFF_KEY}"\nprincipal = "sam"\ngroups = ["staff"]\n', encoding="utf-8")
     port = _free_port()
     cmd = [sys.executable, "-c", "from flare.cli.serve_cmd import serve; serve()",
-           "--index", str(index_dir), "--keys", str(keyfile), "--port", str(port), "--model", "smollm2",
+           "--index", str(index_dir), "--keys", str(keyfile), "--port", str(port),
            "--threads", "1", "--max-sentences", "1", "--log-level", "warning"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONWARNINGS": "ignore"})  # fmt: skip
@@ -122,8 +122,8 @@ def test_flare_serve_command(index_dir: Path, tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "flare serve did not start"
             time.sleep(0.2)
         client = openai.OpenAI(base_url=f"{url}/v1", api_key=STAFF_KEY, max_retries=0)
-        done = client.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": QUESTION}])
-        assert done.choices[0].message.content
+        done = client.chat.completions.create(model="gemma3", messages=[{"role": "user", "content": QUESTION}])
+        assert done.choices[0].message.content and done.model == "gemma3"
         assert httpx.get(f"{url}/v1/models").status_code == 401
     finally:
         proc.terminate()
