@@ -26,7 +26,6 @@ _ABBREVIATIONS = frozenset(
     ]
 )
 _CLOSERS = "\"'”’)]}」』）"
-_CJK_ENDS = "。！？!?；…"
 _EN_ENDS = ".!?"
 
 
