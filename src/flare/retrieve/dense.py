@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flare.errors import ConfigError, CorpusIndexError, FilterError, InputError, RetrieverError
-from flare.retrieve.atomic import swap_in
+from flare.retrieve.atomic import read_params, swap_in, write_params
 from flare.retrieve.corpus import MetaKind, check_passages
 from flare.retrieve.filters import Filters
 from flare.types import Hit, Passage
@@ -52,7 +52,7 @@ PARAMS_FILE = "flare-dense.json"
 VECTORS_FILE = "vectors.npy"
 PASSAGES_FILE = "passages.jsonl"
 DENSE_HINT = "pip install 'flare-rag[dense]'"
-_HINT_BUILD = "build it with: flare index CORPUS --backend dense:DIR"
+_HINT_BUILD = "build it with: flare index CORPUS --index dense:DIR"
 _MASK_CACHE = 64
 Vectors = npt.NDArray[np.float32]
 
@@ -160,7 +160,7 @@ class DenseRetriever:
 
     def __init__(self, index_dir: str | Path, *, embedder: Embedder | None = None) -> None:
         self.index_dir = Path(index_dir)
-        params = _read_params(self.index_dir)
+        params = read_params(self.index_dir, fmt=FORMAT, version=FORMAT_VERSION, hint=_HINT_BUILD, name=PARAMS_FILE)
         self.embedder = embedder or MiniLMEmbedder()
         if self.embedder.name != params["embedder"] or self.embedder.dim != params["dim"]:
             raise CorpusIndexError(
@@ -273,29 +273,11 @@ def _write(target: Path, items: list[Passage], vectors: Vectors, kinds: dict[str
             "embedder": embedder.name, "metric": "ip", "normalized": True,
             "meta_fields": {k: {"type": v.type, "list": v.is_list} for k, v in kinds.items()},
         }  # fmt: skip
-        (tmp / PARAMS_FILE).write_text(json.dumps(params, indent=2) + "\n", encoding="utf-8")
+        write_params(tmp, params, name=PARAMS_FILE)
         swap_in(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-def _read_params(index_dir: Path) -> dict[str, Any]:
-    path = index_dir / PARAMS_FILE
-    if not path.is_file():
-        raise CorpusIndexError(f"{index_dir}: no {PARAMS_FILE}, not a dense index", _HINT_BUILD)
-    try:
-        params = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CorpusIndexError(f"{path}: unreadable params file ({err})", _HINT_BUILD) from None
-    if not isinstance(params, dict) or params.get("format") != FORMAT:
-        raise CorpusIndexError(f"{path}: not a {FORMAT} params file", _HINT_BUILD)
-    if params.get("version") != FORMAT_VERSION:
-        raise CorpusIndexError(
-            f"{path}: format version {params.get('version')!r}, this flare reads {FORMAT_VERSION}",
-            f"rebuild the index: {_HINT_BUILD}",
-        )
-    return params
 
 
 def _read_passages(path: Path) -> list[Passage]:

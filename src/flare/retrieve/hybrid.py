@@ -77,7 +77,7 @@ class HybridRetriever:
         if not (root / BM25_DIR).is_dir() or not (root / DENSE_DIR).is_dir():
             raise CorpusIndexError(
                 f"{root}: a hybrid index needs {BM25_DIR}/ and {DENSE_DIR}/ inside",
-                "build it with: flare index CORPUS --backend hybrid:DIR",
+                "build it with: flare index CORPUS --index hybrid:DIR",
             )
         return cls(TantivyRetriever(root / BM25_DIR), DenseRetriever(root / DENSE_DIR, embedder=embedder))
 

@@ -123,7 +123,7 @@ class MilvusRetriever:
         c = _client(self.uri, *self._connect)
         if not c.has_collection(self.collection):
             raise CorpusIndexError(f"{self.uri}: no collection {self.collection!r}",
-                                   "build it with: flare index CORPUS --backend milvus:URI#NAME")  # fmt: skip
+                                   "build it with: flare index CORPUS --index milvus:URI#NAME")  # fmt: skip
         params = _read_params(c.describe_collection(self.collection), self.collection)
         self._params = params
         self.meta_fields = {k: MetaKind(v["type"], v["list"]) for k, v in params["meta_fields"].items()}
@@ -331,7 +331,7 @@ def _hit(row: dict[str, Any]) -> Hit:
 
 
 def _read_params(described: dict[str, Any], collection: str) -> dict[str, Any]:
-    hint = "rebuild it with: flare index CORPUS --backend milvus:URI#NAME"
+    hint = "rebuild it with: flare index CORPUS --index milvus:URI#NAME"
     try:
         params = json.loads(described.get("description") or "")
     except json.JSONDecodeError:

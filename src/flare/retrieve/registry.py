@@ -1,4 +1,4 @@
-"""Retriever specs: one short string selects a retrieval backend (``--retriever``/``--backend``).
+"""Retriever specs: one short string selects a retrieval backend (``--index`` of index, ask and serve).
 
 =================================  ==========================================================
 ``DIR`` or ``bm25:DIR``            embedded BM25 (tantivy) index directory
@@ -73,7 +73,7 @@ def open_retriever(spec: str, **options: Any) -> Retriever:
 
 
 def build_retriever(spec: str, passages: Iterable[Passage], **options: Any) -> object:
-    """Build the index ``spec`` names from ``passages`` (what ``flare index --backend`` does)."""
+    """Build the index ``spec`` names from ``passages`` (what ``flare index --index SPEC`` does)."""
     prefix, rest = _split(spec)
     build = _BUILD.get(prefix)
     if build is None or not rest:

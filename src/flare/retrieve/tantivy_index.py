@@ -37,14 +37,13 @@ from tantivy import FieldType, Occur, Query
 
 from flare.errors import CorpusIndexError, FilterError, InputError
 from flare.retrieve.analyzers import ANALYZER_NAME, analyze
-from flare.retrieve.atomic import swap_in
+from flare.retrieve.atomic import PARAMS_FILE, read_params, swap_in, write_params
 from flare.retrieve.corpus import MetaKind, MetaSchema, check_passages
 from flare.retrieve.filters import Condition, Filters, Scalar, coerce
 from flare.types import Hit, Passage
 
 FORMAT = "flare-bm25"
 FORMAT_VERSION = 1
-PARAMS_FILE = "flare-index.json"
 MAX_QUERY_TOKENS = 256  # bounds the work of one search when a whole document is pasted as a query
 
 ProgressCallback = Callable[[int, int], None]
@@ -145,7 +144,7 @@ def _write(
         },
         "tantivy": str(getattr(tantivy, "__version__", "")),
     }
-    (tmp / PARAMS_FILE).write_text(json.dumps(params, indent=2, ensure_ascii=False) + "\n")
+    write_params(tmp, params)
 
 
 def _schema(kinds: dict[str, MetaKind], names: dict[str, str]) -> tantivy.Schema:
@@ -294,9 +293,7 @@ class TantivyRetriever:
         self._terms.clear()
         params = _read_params(self.index_dir)
         params["count"] = int(self._searcher.num_docs)
-        tmp = self.index_dir / f".{PARAMS_FILE}.{uuid.uuid4().hex[:8]}"
-        tmp.write_text(json.dumps(params, indent=2, ensure_ascii=False) + "\n")
-        tmp.replace(self.index_dir / PARAMS_FILE)
+        write_params(self.index_dir, params)
 
     def get(self, passage_id: str) -> Passage | None:
         """The passage with this id, or None if the index has none."""
@@ -380,23 +377,8 @@ def _str_range(terms: list[str], op: str, value: str) -> list[str]:
 
 
 def _read_params(index_dir: Path) -> dict[str, Any]:
+    params = read_params(index_dir, fmt=FORMAT, version=FORMAT_VERSION, hint=_HINT_BUILD)
     path = index_dir / PARAMS_FILE
-    if not index_dir.is_dir():
-        raise CorpusIndexError(f"{index_dir}: no index directory here", _HINT_BUILD)
-    if not path.is_file():
-        raise CorpusIndexError(f"{index_dir}: no {PARAMS_FILE}, not a flare index", _HINT_BUILD)
-    try:
-        params = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CorpusIndexError(f"{path}: unreadable params file ({err})", _HINT_BUILD) from None
-    if not isinstance(params, dict) or params.get("format") != FORMAT:
-        raise CorpusIndexError(f"{path}: not a {FORMAT} params file", _HINT_BUILD)
-    version = params.get("version")
-    if version != FORMAT_VERSION:
-        raise CorpusIndexError(
-            f"{path}: index format version {version!r}, this flare reads {FORMAT_VERSION}",
-            f"rebuild the index: {_HINT_BUILD}",
-        )
     if params.get("analyzer") != ANALYZER_NAME:
         raise CorpusIndexError(
             f"{path}: built with analyzer {params.get('analyzer')!r}, not {ANALYZER_NAME!r}",
