@@ -118,22 +118,17 @@ def _write(
     tmp.mkdir()
     names = {key: f"m{i}" for i, key in enumerate(kinds)}
     index = tantivy.Index(_schema(kinds, names), path=str(tmp))
-    writer = index.writer(heap_size=heap_size)
     bar = tqdm(total=len(items), desc="indexing", unit="passage", file=sys.stderr, disable=progress is not True)
-    try:
+
+    def add_all(writer: Any) -> None:
         with bar:
             for done, p in enumerate(items, start=1):
                 writer.add_document(_document(p, kinds, names))
                 bar.update()
                 if callable(progress):
                     progress(done, len(items))
-        writer.commit()
-    except BaseException:
-        # Stop the writer's threads before the caller deletes the directory under them.
-        writer.rollback()
-        raise
-    finally:
-        writer.wait_merging_threads()
+
+    _commit(index, heap_size, add_all)
     params = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -145,6 +140,20 @@ def _write(
         "tantivy": str(getattr(tantivy, "__version__", "")),
     }
     write_params(tmp, params)
+
+
+def _commit(index: tantivy.Index, heap_size: int, change: Callable[[Any], None]) -> None:
+    """Apply ``change`` through one writer and commit; on any failure roll back, so nothing is half-written."""
+    writer = index.writer(heap_size=heap_size)
+    try:
+        change(writer)
+        writer.commit()
+    except BaseException:
+        # Stop the writer's threads before a caller deletes the directory under them.
+        writer.rollback()
+        raise
+    finally:
+        writer.wait_merging_threads()
 
 
 def _schema(kinds: dict[str, MetaKind], names: dict[str, str]) -> tantivy.Schema:
@@ -279,15 +288,7 @@ class TantivyRetriever:
 
     def _write(self, change: Callable[[Any], None]) -> None:
         """Apply ``change`` in one commit, then refresh the searcher and the params count."""
-        writer = self._index.writer(heap_size=32_000_000)
-        try:
-            change(writer)
-            writer.commit()
-        except BaseException:
-            writer.rollback()
-            raise
-        finally:
-            writer.wait_merging_threads()
+        _commit(self._index, 32_000_000, change)
         self._index.reload()
         self._searcher = self._index.searcher()
         self._terms.clear()
