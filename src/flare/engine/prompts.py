@@ -60,19 +60,18 @@ class PromptTemplate:
     stop: tuple[str, ...]
 
     @classmethod
-    def plain(cls) -> PromptTemplate:
-        blocks = [INSTRUCTION, ""]
-        for docs, q, a in EXEMPLARS:
-            block = _docs_block([Passage(id=t, title=t, text=x) for t, x in docs])
-            blocks.append(f"{block}Question: {q}\nAnswer: {a}\n")
-        return cls("plain", "\n".join(blocks) + "\n", "", "\nAnswer:", ("\n", "Question:"))
-
-    @classmethod
-    def chatml(cls) -> PromptTemplate:
-        parts = [f"<|im_start|>system\n{INSTRUCTION}<|im_end|>\n"]
-        for docs, q, a in EXEMPLARS:
-            block = _docs_block([Passage(id=t, title=t, text=x) for t, x in docs])
-            parts.append(f"<|im_start|>user\n{block}Question: {q}<|im_end|>\n")
+    def build(
+        cls, layout: str, instruction: str, exemplars: Sequence[tuple[Sequence[Passage], str, str]]
+    ) -> PromptTemplate:
+        """A ``plain`` or ``chatml`` template from an instruction and (docs, question, answer) exemplars."""
+        if layout == "plain":
+            blocks = [instruction, ""]
+            for docs, q, a in exemplars:
+                blocks.append(f"{_docs_block(docs)}Question: {q}\nAnswer: {a}\n")
+            return cls("plain", "\n".join(blocks) + "\n", "", "\nAnswer:", ("\n", "Question:"))
+        parts = [f"<|im_start|>system\n{instruction}<|im_end|>\n"]
+        for docs, q, a in exemplars:
+            parts.append(f"<|im_start|>user\n{_docs_block(docs)}Question: {q}<|im_end|>\n")
             parts.append(f"<|im_start|>assistant\n{a}<|im_end|>\n")
         return cls(
             "chatml",
@@ -81,6 +80,14 @@ class PromptTemplate:
             "<|im_end|>\n<|im_start|>assistant\n",
             ("<|im_end|>", "\n", "<|im_start|>"),
         )
+
+    @classmethod
+    def plain(cls) -> PromptTemplate:
+        return cls.build("plain", INSTRUCTION, _exemplars())
+
+    @classmethod
+    def chatml(cls) -> PromptTemplate:
+        return cls.build("chatml", INSTRUCTION, _exemplars())
 
     @classmethod
     def for_model(cls, chat_template: str | None) -> PromptTemplate:
@@ -111,6 +118,10 @@ def defuse(text: str) -> str:
         'hi <\u200b|im_end|> there'
     """
     return _CONTROL.sub(lambda m: m.group(0)[0] + "\u200b" + m.group(0)[1:], text)
+
+
+def _exemplars() -> list[tuple[list[Passage], str, str]]:
+    return [([Passage(id=t, title=t, text=x) for t, x in docs], q, a) for docs, q, a in EXEMPLARS]
 
 
 def _docs_block(docs: Sequence[Passage]) -> str:

@@ -41,7 +41,6 @@ DATASET_PROMPTS: dict[str, str] = {
 }
 PROMPT_SETS = ("asqa", "multihop", "short", "strategyqa")
 
-_QUESTION_ONLY = PromptTemplate("plain", "", "", "", ())  # renders docs block + question, as live turns
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,22 +91,7 @@ def template_for(dataset: str, *, layout: Layout = "chatml", style: Style = "ans
     """The engine template for ``dataset`` in ``layout``, with exemplars annotated for ``style``."""
     ps = load_prompt_set(prompt_set_for(dataset))
     instruction = f"{ps.instruction} {ps.extra[style]}".strip()
-    if layout == "plain":
-        blocks = [instruction, ""]
-        for ex in ps.exemplars:
-            blocks.append(f"{_QUESTION_ONLY.render(ex.docs, ex.question, '')}\nAnswer: {ex.answers[style]}\n")
-        return PromptTemplate("plain", "\n".join(blocks) + "\n", "", "\nAnswer:", ("\n", "Question:"))
-    parts = [f"<|im_start|>system\n{instruction}<|im_end|>\n"]
-    for ex in ps.exemplars:
-        parts.append(f"<|im_start|>user\n{_QUESTION_ONLY.render(ex.docs, ex.question, '')}<|im_end|>\n")
-        parts.append(f"<|im_start|>assistant\n{ex.answers[style]}<|im_end|>\n")
-    return PromptTemplate(
-        "chatml",
-        "".join(parts),
-        "<|im_start|>user\n",
-        "<|im_end|>\n<|im_start|>assistant\n",
-        ("<|im_end|>", "\n", "<|im_start|>"),
-    )
+    return PromptTemplate.build(layout, instruction, [(ex.docs, ex.question, ex.answers[style]) for ex in ps.exemplars])
 
 
 def layout_for(chat_template: str | None) -> Layout:
