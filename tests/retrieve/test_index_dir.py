@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from flare.errors import CorpusIndexError, InputError
+from flare.retrieve.atomic import PARAMS_FILE
 from flare.retrieve.corpus import MetaKind
 from flare.retrieve.tantivy_index import (
     FORMAT_VERSION,
-    PARAMS_FILE,
     TantivyRetriever,
     build_index,
 )
