@@ -15,6 +15,7 @@ from flare.evaluate.harness import RESULTS_FILE, Job, read_results, run_eval
 from flare.evaluate.methods import expand, parse_method
 from flare.evaluate.report import summarise, write_report
 from flare.testing.memory import MemoryRetriever
+from flare.testing.scripted import ScriptedLM
 from flare.types import Hit
 from tests.evaluate.support import DOCS, QUESTION, ContinuationLM
 
@@ -120,3 +121,34 @@ def test_eval_command_end_to_end_with_a_registered_fake_model(tmp_path: Path, mo
     assert len(read_results(tmp_path / "out" / RESULTS_FILE)) == 4
     assert (tmp_path / "out" / "report.md").exists() and (tmp_path / "out" / "quality_vs_retrieval.png").exists()
     assert "--method single" in (tmp_path / "out" / "commands.txt").read_text()
+
+
+def test_answers_without_the_cue_are_forced_the_same_way_for_every_method(tmp_path: Path) -> None:
+    """A one-sentence answer with no "So the answer is" gets the cue completed, with no documents."""
+    lm = ScriptedLM([
+        (lambda p: p.endswith("So the answer is"), ScriptedLM.sentence(" Emma Jane Whelan.")),
+        ("Question:", ScriptedLM.sentence(" Hitchcock's mother was Emma Jane Whelan.")),
+    ])
+    j, out = job(tmp_path), tmp_path / "out"
+    run_eval([j], expand(("none", "single"), (), ()), lm, out, progress=False)
+    records = read_results(out / RESULTS_FILE)
+    assert len(records) == 6 and not [r for r in records if r["error"]]
+    for r in records:
+        assert r["prediction"] == "Hitchcock's mother was Emma Jane Whelan."
+        assert r["forced"] == " Emma Jane Whelan." and r["extracted"] == "Emma Jane Whelan"
+        assert r["scores"]["em"] == 1.0 and r["scores"]["answer_cue"] == 0.0  # the method did not write the cue
+        assert r["lm_calls"] == 1 and r["forced_seconds"] >= 0
+    forcing = [p for p in lm.calls if p.endswith("So the answer is")]
+    assert len(forcing) == 6 and not any("Rebecca is a 1940 film" in p for p in forcing)  # no documents
+    assert any("Rebecca is a 1940 film" in p for p in lm.calls)  # which single's own prompts did hold
+    # Without forcing the whole sentence is compared: EM fails, F1 gives partial credit.
+    out2 = tmp_path / "out2"
+    run_eval([j], [parse_method("none")], lm, out2, progress=False, force=False)
+    plain = read_results(out2 / RESULTS_FILE)
+    assert all(r["forced"] is None and r["scores"]["em"] == 0.0 and 0 < r["scores"]["f1"] < 1 for r in plain)
+
+
+def test_answers_with_the_cue_are_not_forced(tmp_path: Path) -> None:
+    j, out = job(tmp_path), tmp_path / "out"
+    run_eval([j], [parse_method("single")], ContinuationLM(), out, progress=False)
+    assert all(r["forced"] is None and r["forced_seconds"] == 0 for r in read_results(out / RESULTS_FILE))

@@ -67,6 +67,9 @@ LAYOUTS: dict[str, Layout | None] = {"auto": None, "plain": "plain", "chatml": "
               help="Report directory: results.jsonl, report.md and plots.")
 @click.option("--index-cache", type=click.Path(path_type=Path), default=DEFAULT_INDEX_CACHE, show_default=True,
               help="Where each dataset's pool is indexed once and reused.")
+@click.option("--force-answer/--no-force-answer", default=True, show_default=True,
+              help="When an answer lacks \"So the answer is\", let the model complete that cue (no documents) "
+                   "before scoring; the same for every method.")
 @click.option("--retry-failed", is_flag=True, help="Run failed examples again instead of keeping them as wrong.")
 @click.option("--report-only", is_flag=True, help="Only rewrite the report from OUT/results.jsonl.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
@@ -88,6 +91,7 @@ def eval_command(
     sets: tuple[str, ...],
     out_dir: Path,
     index_cache: Path,
+    force_answer: bool,
     retry_failed: bool,
     report_only: bool,
     no_progress: bool,
@@ -111,7 +115,7 @@ def eval_command(
         lm = resolve_model(model_spec, n_threads=threads, special_tokens=special_tokens)
         try:
             ran = run_eval(jobs, specs, lm, out_dir, overrides=overrides, retry_failed=retry_failed,
-                           progress=not no_progress, layout=LAYOUTS[layout])
+                           progress=not no_progress, layout=LAYOUTS[layout], force=force_answer)
             click.echo(f"ran {ran} answers", err=True)
         finally:  # Ctrl-C too: the report covers every answer finished so far
             _report(out_dir)

@@ -9,6 +9,15 @@ same questions.
 
 An exception inside one answer does not stop the run: the example is recorded as failed, with
 its error, and scored as wrong (every quality score 0) — it is never skipped.
+
+Answer forcing (on by default for short-answer and yes/no tasks): when a method's answer does not
+end with "So the answer is …", the harness appends that cue and lets the model finish it, with the
+question but no documents, so every method is scored on the same kind of final answer. Small
+models often stop after one sentence without the cue; without forcing their scores measure answer
+format more than facts. The method's own text (``prediction``), the forced ending (``forced``) and
+whether the method wrote the cue itself (``answer_cue``) are all kept; the forcing call is not
+counted in ``lm_calls`` or ``seconds`` (it costs the same for every method) but in
+``forced_seconds``.
 """
 
 from __future__ import annotations
@@ -43,6 +52,8 @@ from flare.trace.tracers import MemoryTracer
 
 Task = Literal["short", "yesno", "long"]
 RESULTS_FILE = "results.jsonl"
+FORCE_CUE = " So the answer is"
+FORCE_MAX_TOKENS = 16
 RECORD_VERSION = "flare.eval/1"
 
 # The paper's per-dataset settings (Table 9) that are not method choices; CLI flags override them.
@@ -61,9 +72,15 @@ def task_of(dataset: str, examples: Sequence[Example]) -> Task:
     return "short"
 
 
-def score(task: Task, example: Example, prediction: str) -> dict[str, float]:
-    """Quality scores of one prediction; ``quality`` is the headline figure of the task."""
-    extracted, cue = extract_answer(prediction)
+def score(task: Task, example: Example, prediction: str, *, forced: str | None = None) -> dict[str, float]:
+    """Quality scores of one prediction; ``quality`` is the headline figure of the task.
+
+    ``forced`` is the model's completion of "So the answer is" appended to a prediction that
+    lacked the cue: the answer is extracted from it, while ``answer_cue`` still says whether the
+    prediction had the cue on its own.
+    """
+    _, cue = extract_answer(prediction)
+    extracted, _ = extract_answer(final_text(prediction, forced))
     if task == "long":
         str_em = short_answer_em(prediction, example.qa_pairs)
         return {"quality": str_em, "str_em": str_em, "rouge_l": rouge_l(prediction, example.answers)}
@@ -74,6 +91,17 @@ def score(task: Task, example: Example, prediction: str) -> dict[str, float]:
     t = token_scores(extracted, example.answers)
     return {"quality": em, "em": em, "f1": t.f1, "precision": t.precision, "recall": t.recall,
             "answer_cue": float(cue)}
+
+
+def final_text(prediction: str, forced: str | None) -> str:
+    """The text that is scored: the prediction, plus the forced cue and its completion if any."""
+    return prediction if forced is None else f"{prediction.strip()}{FORCE_CUE}{forced}"
+
+
+def force_answer(engine: Flare, question: str, prediction: str) -> str:
+    """The model's completion of "So the answer is" after ``prediction`` (question, no documents)."""
+    prompt = engine.template.render([], question, f"{prediction.strip()}{FORCE_CUE}")
+    return engine.lm.complete(prompt, max_tokens=FORCE_MAX_TOKENS, stop=engine.template.stop).text
 
 
 def failed_scores(task: Task) -> dict[str, float]:
@@ -129,11 +157,13 @@ def run_eval(
     on_done: Callable[[dict[str, Any]], None] | None = None,
     progress: bool = True,
     layout: Layout | None = None,
+    force: bool = True,
 ) -> int:
     """Run every spec on every example not yet in ``out_dir/results.jsonl``; returns how many ran.
 
     ``layout`` forces the prompt layout (``plain`` or ``chatml``); by default it follows the
-    model's chat template, as the engine does.
+    model's chat template, as the engine does. ``force`` completes answers that lack the answer
+    cue (see the module notes); it never applies to long-form tasks.
     """
     from tqdm import tqdm
 
@@ -155,7 +185,8 @@ def run_eval(
                 (base or Settings()).with_overrides(**{**DATASET_SETTINGS.get(job.dataset, {}), **(overrides or {})})
             )
             template = template_for(job.dataset, layout=layout, style=style_for(spec.method))
-            rec = answer_one(job, ex, spec.label, Flare(lm, job.retriever, settings, template=template), settings)
+            engine = Flare(lm, job.retriever, settings, template=template)
+            rec = answer_one(job, ex, spec.label, engine, settings, force=force)
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -166,7 +197,9 @@ def run_eval(
     return ran
 
 
-def answer_one(job: Job, ex: Example, label: str, engine: Flare, settings: Settings) -> dict[str, Any]:
+def answer_one(
+    job: Job, ex: Example, label: str, engine: Flare, settings: Settings, *, force: bool = True
+) -> dict[str, Any]:
     """Answer and score one example; an exception becomes a failed (wrong) record with its error."""
     tracer = MemoryTracer(record_content=False)
     engine.tracer = tracer
@@ -176,22 +209,28 @@ def answer_one(job: Job, ex: Example, label: str, engine: Flare, settings: Setti
         "settings": settings.as_dict(), "error": None,
     }
     t0 = time.perf_counter()
+    forced: str | None = None
+    forced_seconds = 0.0
     try:
         answer = engine.answer(ex.question)
+        seconds = round(time.perf_counter() - t0, 3)
+        if force and job.task != "long" and not extract_answer(answer.text)[1]:
+            forced = force_answer(engine, ex.question, answer.text)
+            forced_seconds = round(time.perf_counter() - t0 - seconds, 3)
     except Exception as exc:  # any failure is recorded and scored as wrong, never skipped
         rec.update(prediction="", seconds=round(time.perf_counter() - t0, 3), scores=failed_scores(job.task),
                    error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8),
                    retrievals=0, lm_calls=0, sentences=0, retrieved_sentences=0, positions=[],
                    gold_recall=None, trace=tracer.traces[-1].to_dict() if tracer.traces else None)
         return rec
-    seconds = round(time.perf_counter() - t0, 3)
     trace = tracer.traces[-1].to_dict()
     steps = [s for s in trace["steps"] if s["sentence"]]
     retrieved_ids = [doc_id(r["id"]) for s in trace["steps"] for r in s["retrieved"]]
-    extracted, _ = extract_answer(answer.text)
+    extracted, _ = extract_answer(final_text(answer.text, forced))
     rec.update(
-        prediction=answer.text, extracted=extracted, seconds=seconds, stop_reason=answer.stop_reason,
-        scores=score(job.task, ex, answer.text), retrievals=answer.retrievals, lm_calls=answer.lm_calls,
+        prediction=answer.text, forced=forced, forced_seconds=forced_seconds,
+        extracted=extracted, seconds=seconds, stop_reason=answer.stop_reason,
+        scores=score(job.task, ex, answer.text, forced=forced), retrievals=answer.retrievals, lm_calls=answer.lm_calls,
         sentences=len(steps), retrieved_sentences=sum(1 for s in steps if s["queries"]),
         positions=[{"retrieved": bool(s["queries"]), "has_gold": _has_gold(job.task, ex, s["sentence"])}
                    for s in steps],
