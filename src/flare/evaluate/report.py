@@ -2,7 +2,10 @@
 
 One row per (dataset, method): quality next to what it cost — retrieval rate (share of sentences
 whose step searched), retrievals and LM calls per answer, latency p50/p95 — plus gold-passage
-recall and how many examples failed. Failed examples are in every mean as wrong answers.
+recall and how many examples failed. Failed examples are in every mean as wrong answers. A second
+table per dataset pairs every method with a reference method (``single`` when present) on the
+questions both answered: wins, losses, the difference in quality with a 95% paired-bootstrap
+interval, and a two-sided sign-test p-value — so a reader can see whether a gap is more than noise.
 
 Plots (matplotlib, Agg backend, written only when the results hold the data for them):
 ``quality_vs_retrieval.png`` (every method), ``theta_sweep.png`` and ``beta_sweep.png`` (FLARE
@@ -13,8 +16,10 @@ and share stating a gold answer).
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +63,9 @@ def _common(rs: Sequence[dict[str, Any]], key: str) -> Any:
     return Counter(str(r["settings"][key]) for r in rs).most_common(1)[0][0]
 
 
-def markdown(rows: Sequence[dict[str, Any]], *, title: str = "flare eval") -> str:
-    """The report table, one section per dataset."""
+def markdown(rows: Sequence[dict[str, Any]], *, title: str = "flare eval",
+             records: Sequence[dict[str, Any]] = ()) -> str:
+    """The report table, one section per dataset (with the paired table when ``records`` are given)."""
     out = [f"# {title}", ""]
     for dataset in dict.fromkeys(r["dataset"] for r in rows):
         rs = [r for r in rows if r["dataset"] == dataset]
@@ -74,7 +80,81 @@ def markdown(rows: Sequence[dict[str, Any]], *, title: str = "flare eval") -> st
                      _f(r["sentences"], 2), _f(r["p50"], 1), _f(r["p95"], 1)]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
+        out += paired_markdown(records, dataset)
     return "\n".join(out)
+
+
+REFERENCE = "single"
+BOOTSTRAP = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Paired:
+    """One method against the reference on the questions both answered."""
+
+    method: str
+    n: int
+    wins: int
+    losses: int
+    delta: float  # mean quality difference, method − reference
+    low: float  # 95% paired-bootstrap interval of delta
+    high: float
+    p_sign: float  # two-sided sign test on wins vs losses
+
+
+def paired(records: Sequence[dict[str, Any]], dataset: str, reference: str = REFERENCE) -> list[Paired]:
+    """Every method of ``dataset`` against ``reference`` per question (empty without the reference)."""
+    by: dict[str, dict[str, float]] = defaultdict(dict)
+    for r in records:
+        if r["dataset"] == dataset:
+            by[r["method"]][r["id"]] = float(r["scores"]["quality"])
+    base = by.get(reference)
+    if not base:
+        return []
+    out = []
+    for method, scores in by.items():
+        if method == reference:
+            continue
+        ids = sorted(set(scores) & set(base))
+        if not ids:
+            continue
+        diffs = [scores[i] - base[i] for i in ids]
+        low, high = bootstrap_interval(diffs)
+        wins, losses = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+        out.append(Paired(method, len(ids), wins, losses, sum(diffs) / len(diffs), low, high,
+                          sign_test(wins, losses)))
+    return out
+
+
+def bootstrap_interval(diffs: Sequence[float], *, resamples: int = BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
+    """95% percentile interval of the mean of ``diffs`` over seeded resamples of the questions."""
+    rng = random.Random(seed)
+    n = len(diffs)
+    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
+    return means[int(0.025 * (resamples - 1))], means[math.ceil(0.975 * (resamples - 1))]
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact binomial p-value of ``wins`` against ``losses`` (ties dropped)."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail: float = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def paired_markdown(records: Sequence[dict[str, Any]], dataset: str) -> list[str]:
+    """The paired table of one dataset (no lines when the reference method was not run)."""
+    pairs = paired(records, dataset)
+    if not pairs:
+        return []
+    out = [f"Paired with `{REFERENCE}` on the same questions (Δ = method − {REFERENCE}; 95% bootstrap "
+           "interval over questions; sign test on wins vs losses):", "",
+           "| method | n | wins | losses | Δ quality | 95% interval | sign-test p |", "|---|---|---|---|---|---|---|"]
+    for p in pairs:
+        out.append(f"| {p.method} | {p.n} | {p.wins} | {p.losses} | {p.delta:+.3f} | "
+                   f"[{p.low:+.3f}, {p.high:+.3f}] | {p.p_sign:.3f} |")
+    return [*out, ""]
 
 
 def _f(x: Any, digits: int = 3) -> str:
@@ -87,7 +167,7 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, *, title: str
     """Write ``report.md`` and every plot the data allows; returns the files written."""
     rows = summarise(records)
     md = out_dir / "report.md"
-    md.write_text(markdown(rows, title=title) + "\n", encoding="utf-8")
+    md.write_text(markdown(rows, title=title, records=records) + "\n", encoding="utf-8")
     return [md, *plots(rows, records, out_dir)]
 
 
