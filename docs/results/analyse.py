@@ -26,22 +26,25 @@ def main(path: str) -> None:
     for ds in datasets:
         ids = set.intersection(*({r["id"] for r in rs} for (d, _), rs in by.items() if d == ds))
         print(f"\n== {ds}: {len(ids)} questions answered by every method")
-        print("method | quality | 'So the answer is' rate | gold recall | mean sentences")
+        print("method | quality | 'So the answer is' written by the method | gold recall | mean sentences"
+              " | answers with 2+ sentences")
         for (d, m), rs in sorted(by.items()):
             if d != ds:
                 continue
             rs = [r for r in rs if r["id"] in ids]
             print(f"{m} | {mean(r['scores']['quality'] for r in rs):.3f} | "
                   f"{mean(r['scores'].get('answer_cue') for r in rs):.2f} | "
-                  f"{mean(r.get('gold_recall') for r in rs):.3f} | {mean(r['sentences'] for r in rs):.2f}")
+                  f"{mean(r.get('gold_recall') for r in rs):.3f} | {mean(r['sentences'] for r in rs):.2f} | "
+                  f"{mean(float(r['sentences'] >= 2) for r in rs):.2f}")
         single = {r["id"]: r["prediction"] for r in by.get((ds, "single"), [])}
-        for m in ("flare", "flare-every", "previous-sentence"):
-            same = [r["prediction"] == single.get(r["id"]) for r in by.get((ds, m), []) if r["id"] in single]
-            if same:
-                print(f"{m}: identical answer to single on {sum(same)}/{len(same)}")
-        # Calibration: FLARE θ=1 drafts every later sentence, so its drafts show what any θ would do.
-        mins = [min(p for _, p in s["draft_tokens"]) for r in by.get((ds, "flare-every"), [])
-                for s in r["trace"]["steps"] if s["draft_tokens"]]
+        for (d, m), rs in sorted(by.items()):
+            same = [r["prediction"] == single.get(r["id"]) for r in rs if d == ds and r["id"] in single]
+            if same and m != "single":
+                print(f"{m}: identical answer text to single on {sum(same)}/{len(same)}")
+        # Calibration: FLARE at θ=1 drafts every later sentence, so its drafts show what any θ would do.
+        every = [r for (d, _), rs in by.items() if d == ds for r in rs
+                 if r["settings"]["method"] == "flare" and float(r["settings"]["theta"]) >= 1.0]
+        mins = [min(p for _, p in s["draft_tokens"]) for r in every for s in r["trace"]["steps"] if s["draft_tokens"]]
         if mins:
             print(f"drafted sentences: {len(mins)}; min token p: median {sorted(mins)[len(mins) // 2]:.3f}")
             print("theta -> share of drafted sentences that would retrieve: " + ", ".join(
