@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 
-from flare.evaluate.report import bootstrap_interval, markdown, paired, sign_test, summarise
+from flare.evaluate.report import bootstrap_interval, later_rate, markdown, paired, sign_test, summarise
 
 
 def rec(method: str, qid: str, quality: float, dataset: str = "d") -> dict[str, Any]:
@@ -39,3 +40,13 @@ def test_paired_counts_only_common_questions_and_the_table_shows_them() -> None:
     assert paired(records, "other") == []  # no reference method there
     md = markdown(summarise(records), records=records)
     assert "| flare | 3 | 2 | 0 | +0.667 |" in md
+
+
+def test_retrieval_rate_after_the_first_sentence() -> None:
+    a, b, c = rec("flare", "q1", 1), rec("flare", "q2", 0), rec("flare", "q3", 0)
+    a["positions"] = [{"retrieved": True}, {"retrieved": False}, {"retrieved": True}]
+    b["positions"] = [{"retrieved": True}, {"retrieved": False}]
+    c["positions"] = [{"retrieved": True}]  # one sentence: nothing after the first
+    assert later_rate([a, b, c]) == pytest.approx(1 / 3)
+    assert math.isnan(later_rate([c]))
+    assert summarise([a, b, c])[0]["later_rate"] == pytest.approx(1 / 3)

@@ -1,7 +1,8 @@
 """Turn ``results.jsonl`` into a Markdown table and PNG plots (E3, E4).
 
 One row per (dataset, method): quality next to what it cost — retrieval rate (share of sentences
-whose step searched), retrievals and LM calls per answer, latency p50/p95 — plus gold-passage
+whose step searched, and the same share after the first sentence, which every retrieving method
+writes from a search with the question), retrievals and LM calls per answer, latency p50/p95 — plus gold-passage
 recall and how many examples failed. Failed examples are in every mean as wrong answers. A second
 table per dataset pairs every method with a reference method (``single`` when present) on the
 questions both answered: wins, losses, the difference in quality with a 95% paired-bootstrap
@@ -43,6 +44,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "failed": sum(1 for r in rs if r.get("error")),
             "quality": mean(r["scores"]["quality"] for r in rs),
             "retrieval_rate": sum(r["retrieved_sentences"] for r in rs) / sentences if sentences else math.nan,
+            "later_rate": later_rate(rs),
             "retrievals": mean(r["retrievals"] for r in rs),
             "lm_calls": mean(r["lm_calls"] for r in rs),
             "sentences": mean(r["sentences"] for r in rs),
@@ -59,6 +61,12 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def later_rate(rs: Sequence[dict[str, Any]]) -> float:
+    """Share of sentences after the first that retrieved (the first always searches with the question)."""
+    later = [p["retrieved"] for r in rs for p in (r.get("positions") or [])[1:]]
+    return sum(later) / len(later) if later else math.nan
+
+
 def _common(rs: Sequence[dict[str, Any]], key: str) -> Any:
     return Counter(str(r["settings"][key]) for r in rs).most_common(1)[0][0]
 
@@ -72,11 +80,12 @@ def markdown(rows: Sequence[dict[str, Any]], *, title: str = "flare eval",
         task = rs[0]["task"]
         extra = EXTRA_SCORES[task]
         head = ["method", "n", "failed", QUALITY_NAMES[task], *extra, "gold recall", "retrieval rate",
-                "retrievals/answer", "LM calls/answer", "sentences/answer", "p50 s", "p95 s"]
+                "rate after 1st sentence", "retrievals/answer", "LM calls/answer", "sentences/answer", "p50 s", "p95 s"]
         out += [f"## {dataset}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in rs:
             cells = [r["method"], str(r["n"]), str(r["failed"]), _f(r["quality"]), *(_f(r[k]) for k in extra),
-                     _f(r["gold_recall"]), _f(r["retrieval_rate"]), _f(r["retrievals"], 2), _f(r["lm_calls"], 2),
+                     _f(r["gold_recall"]), _f(r["retrieval_rate"]), _f(r["later_rate"]), _f(r["retrievals"], 2),
+                     _f(r["lm_calls"], 2),
                      _f(r["sentences"], 2), _f(r["p50"], 1), _f(r["p95"], 1)]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
@@ -210,7 +219,7 @@ def _sweep(plt: Any, rows: Sequence[dict[str, Any]], datasets: list[str], knob: 
         # One line holds everything but the knob fixed: the other threshold and the trigger rule.
         fixed, trigger = Counter((r[other], r.get("trigger")) for r in rs).most_common(1)[0][0]
         pts = sorted(
-            (float(r[knob]), r["quality"], r["retrieval_rate"])
+            (float(r[knob]), r["quality"], r["retrieval_rate"], r["later_rate"])
             for r in rs
             if r[other] == fixed and r.get("trigger") == trigger
         )
@@ -220,6 +229,7 @@ def _sweep(plt: Any, rows: Sequence[dict[str, Any]], datasets: list[str], knob: 
         xs = [p[0] for p in pts]
         ax.plot(xs, [p[1] for p in pts], "o-", label="quality")
         ax.plot(xs, [p[2] for p in pts], "s--", label="share of sentences retrieved")
+        ax.plot(xs, [p[3] for p in pts], "^:", label="same, after the 1st sentence")
         ax.set(title=f"{ds} ({other}={fixed}, trigger={trigger})", xlabel=knob, ylim=(-0.05, 1.05))
         ax.legend(fontsize=7)
     if not drawn:
