@@ -28,7 +28,7 @@ SWEEP=(--method flare:theta=0 --method flare:theta=0.2 --method flare:theta=0.4 
        --method flare:theta=0.8,beta=0.2 --method flare:theta=0.8,beta=0.6)
 
 # Chosen on the dev slice (docs/results/README.md says how): FLARE direct with these settings.
-CHOSEN=${CHOSEN:-flare:theta=0.4,beta=0.4}
+CHOSEN=${CHOSEN:-flare:theta=0.2,beta=0.6}
 CORE=(--method none --method single --method "$CHOSEN")
 # The other baselines and ablations: explicit queries at the chosen θ; the next sentence, unmasked,
 # every sentence (θ=1, β=0: "forward-looking every sentence" and the next-vs-previous ablation);
@@ -54,15 +54,19 @@ dev() {
   wait
 }
 
-lane_a() {  # StrategyQA and 2Wiki core methods, then the other methods on questions 100-249
-  ev --dataset strategyqa "${CORE[@]}" --offset 100 --limit 300 --out $TEST/lane-a
-  ev --dataset 2wikimultihopqa "${CORE[@]}" --offset 100 --limit 300 --out $TEST/lane-a
-  ev "${ALL3[@]}" "${OTHERS[@]}" --offset 100 --limit 150 --out $TEST/lane-a
+# The held-out questions are split between the lanes: 2Wiki and MuSiQue 100-249 | 250-399,
+# StrategyQA 100-164 | 165-228. Core methods first, then the others on the lane's first questions
+# (round-robin over questions, so whatever finishes compares every method on the same questions).
+lane_a() {
+  ev --dataset strategyqa "${CORE[@]}" --offset 100 --limit 65 --out $TEST/lane-a
+  ev --dataset 2wikimultihopqa --dataset musique "${CORE[@]}" --offset 100 --limit 150 --out $TEST/lane-a
+  ev "${ALL3[@]}" "${OTHERS[@]}" --offset 100 --limit 65 --out $TEST/lane-a
 }
 
-lane_b() {  # MuSiQue core methods, then the other methods on questions 250-399
-  ev --dataset musique "${CORE[@]}" --offset 100 --limit 300 --out $TEST/lane-b
-  ev --dataset 2wikimultihopqa --dataset musique "${OTHERS[@]}" --offset 250 --limit 150 --out $TEST/lane-b
+lane_b() {
+  ev --dataset strategyqa "${CORE[@]}" --offset 165 --limit 64 --out $TEST/lane-b
+  ev --dataset 2wikimultihopqa --dataset musique "${CORE[@]}" --offset 250 --limit 150 --out $TEST/lane-b
+  ev "${ALL3[@]}" "${OTHERS[@]}" --offset 165 --limit 64 --out $TEST/lane-b
 }
 
 test_runs() {
