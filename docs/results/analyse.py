@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from flare.evaluate.harness import read_results
-from flare.evaluate.metrics import mean
+from flare.evaluate.metrics import exact_match, extract_answer, mean
 
 THETAS = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 1.0)
 
 
 def main(path: str) -> None:
     records = read_results(Path(path))
+    answer_sentence_retrievals(records)
     by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         by[(r["dataset"], r["method"])].append(r)
@@ -49,6 +50,37 @@ def main(path: str) -> None:
             print(f"drafted sentences: {len(mins)}; min token p: median {sorted(mins)[len(mins) // 2]:.3f}")
             print("theta -> share of drafted sentences that would retrieve: " + ", ".join(
                 f"{t}: {sum(m < t for m in mins) / len(mins):.2f}" for t in THETAS))
+
+
+def answer_sentence_retrievals(records: list[dict[str, Any]]) -> None:
+    """What retrieval did to drafted "So the answer is …" sentences (FLARE direct, short answers).
+
+    For each drafted sentence that states the final answer and triggered retrieval, compare the
+    drafted answer with the answer of the sentence written after the search.
+    """
+    by: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    for r in records:
+        if r["task"] != "short" or r["settings"]["method"] != "flare" or not r.get("trace"):
+            continue
+        for s in r["trace"]["steps"]:
+            draft, cue = extract_answer(s.get("draft") or "")
+            if not s.get("draft_tokens") or not cue:
+                continue
+            c = by[(r["dataset"], r["method"])]
+            c[0] += 1
+            if not s["queries"]:
+                continue
+            c[1] += 1
+            final, _ = extract_answer(s["sentence"] or "")
+            before, after = exact_match(draft, r["answers"]), exact_match(final, r["answers"])
+            c[2] += int(before > after)
+            c[3] += int(after > before)
+            c[4] += int(draft != final)
+    if by:
+        print("\n== drafted answer sentences ('So the answer is'): drafted | retrieved | right->wrong | "
+              "wrong->right | answer changed")
+        for (ds, m), c in sorted(by.items()):
+            print(f"{ds} {m}: " + " | ".join(map(str, c)))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,10 @@ def scores(step: dict[str, Any]) -> tuple[float, float]:
             judge(text, toks, Settings(trigger="content", theta=0.5)).score)
 
 
+def share(xs: list[float]) -> str:
+    return f"{sum(xs) / len(xs):.2f} (n={len(xs)})" if xs else "- (n=0)"
+
+
 def median(xs: list[float]) -> float:
     s = sorted(xs)
     return s[len(s) // 2] if s else float("nan")
@@ -80,8 +84,7 @@ def main(path: str, method: str = "flare-every") -> None:
                 for t in (0.4, 0.6, 0.8):
                     hi = [e for *x, e in rows if x[idx] >= t]
                     lo = [e for *x, e in rows if x[idx] < t]
-                    f = lambda xs: f"{sum(xs) / len(xs):.2f} (n={len(xs)})" if xs else "- (n=0)"
-                    print(f"  {name} rule, θ={t}: EM when confident {f(hi)}, when unsure {f(lo)}")
+                    print(f"  {name} rule, θ={t}: EM when confident {share(hi)}, when unsure {share(lo)}")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ def main(path: str, ref: str = "single") -> None:
             # Questions where this method's retrievals cover more gold passages than single's
             # (its first retrieval is the same question search, so the gain comes from later ones).
             more_gold = sum((recs[i].get("gold_recall") or 0) > (base[i].get("gold_recall") or 0) for i in ids)
-            print(f"{m}: n={len(ids)} wins {win} losses {loss} identical {same}, more gold passages retrieved {more_gold}")
+            print(f"{m}: n={len(ids)} wins {win} losses {loss} identical {same}, "
+                  f"more gold passages retrieved {more_gold}")
 
 
 if __name__ == "__main__":

@@ -32,9 +32,13 @@ CHOSEN=${CHOSEN:-flare:theta=0.2,beta=0.6}
 CORE=(--method none --method single --method "$CHOSEN")
 # The other baselines and ablations: explicit queries at the chosen θ; the next sentence, unmasked,
 # every sentence (θ=1, β=0: "forward-looking every sentence" and the next-vs-previous ablation);
-# previous sentence; previous 16-token window; self-ask decomposition; FLARE instruct.
+# previous sentence; previous 16-token window; self-ask decomposition; FLARE instruct; and the
+# same θ=1 run keeping the question's documents in every later prompt (M5's "combine" option),
+# because the dev traces showed retrieval for the final "So the answer is …" sentence replacing the
+# question's documents with unrelated ones and flipping the answer.
 OTHERS=(--method "$CHOSEN,query=explicit" --method flare:theta=1,beta=0 --method previous-sentence
-        --method previous-window --method decompose --method instruct)
+        --method previous-window --method decompose --method instruct
+        --method flare:theta=1,beta=0,keep_first_docs=true)
 
 ev() { nice -n 5 "$FLARE" eval "$@" "${COMMON[@]}"; }
 
