@@ -21,6 +21,10 @@ DEV=docs/results/gemma3-dev100
 TEST=docs/results/gemma3-test300
 COMMON=(--model gemma3 --threads 1 --set max_output_tokens=96 --set max_sentences=4 --no-progress)
 ALL3=(--dataset 2wikimultihopqa --dataset musique --dataset strategyqa)
+# The other methods skip MuSiQue: every method scores EM 0.00-0.03 there (a floor that cannot rank
+# methods), and the session's time went further on the two datasets that can. The first ten
+# MuSiQue questions of each lane were run before that cut and stay in the results.
+TWO=(--dataset 2wikimultihopqa --dataset strategyqa)
 
 # θ sweep (β=0.4, the paper's) and β sweep (θ=0.8, the paper's), FLARE direct, min trigger.
 SWEEP=(--method flare:theta=0 --method flare:theta=0.2 --method flare:theta=0.4 --method flare:theta=0.6
@@ -64,13 +68,13 @@ dev() {
 lane_a() {
   ev --dataset strategyqa "${CORE[@]}" --offset 100 --limit 65 --out $TEST/lane-a
   ev --dataset 2wikimultihopqa --dataset musique "${CORE[@]}" --offset 100 --limit 150 --out $TEST/lane-a
-  ev "${ALL3[@]}" "${OTHERS[@]}" --offset 100 --limit 65 --out $TEST/lane-a
+  ev "${TWO[@]}" "${OTHERS[@]}" --offset 100 --limit 65 --out $TEST/lane-a
 }
 
 lane_b() {
   ev --dataset strategyqa "${CORE[@]}" --offset 165 --limit 64 --out $TEST/lane-b
   ev --dataset 2wikimultihopqa --dataset musique "${CORE[@]}" --offset 250 --limit 150 --out $TEST/lane-b
-  ev "${ALL3[@]}" "${OTHERS[@]}" --offset 165 --limit 64 --out $TEST/lane-b
+  ev "${TWO[@]}" "${OTHERS[@]}" --offset 165 --limit 64 --out $TEST/lane-b
 }
 
 test_runs() {
@@ -79,12 +83,13 @@ test_runs() {
   wait
 }
 
-report() {
-  for dir in $DEV $TEST; do
-    merge $dir
-    $PY docs/results/analyse.py $dir/results.jsonl > $dir/analyse.txt
-    $PY docs/results/calibration.py $dir/results.jsonl > $dir/calibration.txt
-  done
+report() {  # calibration reads the drafts of the θ=1 run, which drafts every later sentence
+  merge $DEV
+  $PY docs/results/analyse.py $DEV/results.jsonl > $DEV/analyse.txt
+  $PY docs/results/calibration.py $DEV/results.jsonl flare:theta=1 > $DEV/calibration.txt
+  merge $TEST
+  $PY docs/results/analyse.py $TEST/results.jsonl > $TEST/analyse.txt
+  $PY docs/results/calibration.py $TEST/results.jsonl flare:theta=1,beta=0 > $TEST/calibration.txt
 }
 
 case "${1:-all}" in
