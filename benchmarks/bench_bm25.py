@@ -19,19 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from flare.evaluate.metrics import percentile
 from flare.retrieve.corpus import load_corpus, read_documents
 from flare.retrieve.tantivy_index import TantivyRetriever, build_index
 
 DEFAULT_DATA = Path("/work/shared/data/2wikimultihopqa")
 
-
-def percentile(values: list[float], q: float) -> float:
-    """The ``q``-th percentile (0-100) by linear interpolation."""
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
 def main() -> None:

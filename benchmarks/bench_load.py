@@ -34,6 +34,8 @@ from typing import Any
 
 import httpx
 
+from flare.evaluate.metrics import percentile
+
 KEY = "sk-bench-0123456789abcdefghij"
 EXAMPLES = files("flare") / "data" / "examples"
 
@@ -45,17 +47,6 @@ class Tally:
     sentences: int = 0
     errors: list[str] = field(default_factory=list)
     refused: int = 0  # 429: the concurrency limit answered
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The ``q``-th percentile (0-100) by linear interpolation; nan when empty."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
 # ------------------------------------------------------------------ server (child process)

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from flare.evaluate.metrics import percentile
 from flare.retrieve.base import Retriever
 from flare.retrieve.corpus import read_documents
 from flare.retrieve.dense import (
@@ -75,13 +76,6 @@ class RandomEmbedder:
             out[i] = v / np.linalg.norm(v)
         return out
 
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
 def measure(r: Retriever, queries: list[str], k: int, filters: Filters | None = None,
