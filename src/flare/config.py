@@ -16,19 +16,21 @@ from typing import Any, Literal
 
 from flare.errors import ConfigError
 
-Trigger = Literal["min", "mean", "dynamic", "content"]
+Trigger = Literal["min", "mean", "dynamic", "content", "support"]
 QueryMode = Literal["implicit", "explicit"]
 Method = Literal[
     "flare", "single", "none", "previous_window", "previous_sentence", "decompose", "instruct"
 ]
-OnMissing = Literal["stop", "keep"]
+OnMissing = Literal["stop", "omit", "keep"]
+Verify = Literal["off", "flag", "drop", "retry"]
 
-TRIGGERS: tuple[str, ...] = ("min", "mean", "dynamic", "content")
+TRIGGERS: tuple[str, ...] = ("min", "mean", "dynamic", "content", "support")
 QUERY_MODES: tuple[str, ...] = ("implicit", "explicit")
 METHODS: tuple[str, ...] = (
     "flare", "single", "none", "previous_window", "previous_sentence", "decompose", "instruct"
 )
-ON_MISSING: tuple[str, ...] = ("stop", "keep")
+ON_MISSING: tuple[str, ...] = ("stop", "omit", "keep")
+VERIFY_MODES: tuple[str, ...] = ("off", "flag", "drop", "retry")  # ordered: each is stricter than the last
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +47,9 @@ class Settings:
     method: Method = "flare"
     # When to retrieve (M2): "min" = any token p < theta; "mean" = mean(p) < theta, i.e.
     # mean(1-p) > 1-theta; "dynamic" = theta for fact-dense sentences (numbers, dates, names)
-    # and theta_prose for connective prose; "content" = the min rule over content words only.
+    # and theta_prose for connective prose; "content" = the min rule over content words only;
+    # "support" (beyond the paper, C6) = draft with the question's documents and retrieve only
+    # when the support checker finds the draft unsupported by them (theta is not used).
     theta: float = 0.8
     trigger: Trigger = "min"
     theta_prose: float = 0.4
@@ -55,9 +59,18 @@ class Settings:
     query_with_question: bool = False
     k: int = 3
     keep_first_docs: bool = False  # M5 "combine single- and multi-time retrieval"
-    conditional_commit: bool = False  # M10 option: keep the draft if new docs look irrelevant
-    min_relevance: float = 0.0
-    on_missing: OnMissing = "stop"  # C3: nothing found for a gap -> end the answer, or keep draft
+    # M10 option: keep the draft (marked ungrounded) when the new documents back less than
+    # min_relevance of the query's words (the support checker's coverage: any retriever, 0..1).
+    conditional_commit: bool = False
+    min_relevance: float = 0.5
+    on_missing: OnMissing = "stop"  # C3: nothing found for a gap -> end the answer, skip it, or keep it marked
+    # C5/C6: check every sentence against the passages it cites. "flag" marks unsupported ones,
+    # "drop" removes them before they are accepted, "retry" searches once more with the question
+    # and the unsupported words and rewrites the sentence, then does what retry_then says.
+    verify: Verify = "off"
+    retry_then: Literal["flag", "drop"] = "flag"
+    evidence_lift: bool = True  # use the model's evidence lift too, when the backend can score
+    repeat_ngram: int = 4  # cut a sentence where a run of this many words repeats (0: never)
     # Budgets (C2). Each cap exists so a single question can never run away with the machine.
     max_retrievals: int = 8
     max_retries_per_gap: int = 1
@@ -73,15 +86,17 @@ class Settings:
         _check_choice("trigger", self.trigger, TRIGGERS)
         _check_choice("query", self.query, QUERY_MODES)
         _check_choice("on_missing", self.on_missing, ON_MISSING)
+        _check_choice("verify", self.verify, VERIFY_MODES)
+        _check_choice("retry_then", self.retry_then, ("flag", "drop"))
         _check_choice("language", self.language, ("auto", "en", "zh"))
-        for name in ("theta", "theta_prose", "beta"):
+        for name in ("theta", "theta_prose", "beta", "min_relevance"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"{name}={value} is out of range", f"{name} is a probability in [0, 1]")
         for name in ("k", "max_sentences", "max_output_tokens", "max_sentence_tokens", "window_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1", f"set {name} to a positive integer")
-        for name in ("max_retrievals", "max_retries_per_gap"):
+        for name in ("max_retrievals", "max_retries_per_gap", "repeat_ngram"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative", "use 0 to disable, or a positive integer")
         if self.max_seconds <= 0:

@@ -223,3 +223,27 @@ def _chinese_value(run: str, text: str, end: int) -> float | None:
             total = (total + section + digit) * _ZH_BIG[c]
             section, digit = 0, 0
     return float(total + section + digit)
+
+
+def repeated_ngram(text: str, n: int) -> int | None:
+    """Where ``text`` starts saying again a run of ``n`` words it already said, or None.
+
+    Small models fall into loops ("born in Vessa, in the village of Vessa in the village of
+    Vessa …"); the offset returned is the start of the first repeated run's second occurrence, so
+    cutting there keeps everything said once.
+
+    >>> t = "He was born in Vessa, in the village of Vessa, in the village of Vessa."
+    >>> t[: repeated_ngram(t, 4)]
+    'He was born in Vessa, in the village of '
+    """
+    if n < 1:
+        return None
+    spans = word_spans(text)
+    folded = [fold(s.text) for s in spans]
+    seen: set[tuple[str, ...]] = set()
+    for i in range(len(spans) - n + 1):
+        gram = tuple(folded[i : i + n])
+        if gram in seen:
+            return spans[i].start
+        seen.add(gram)
+    return None

@@ -82,14 +82,32 @@ class Sentence:
     """One committed sentence of an answer.
 
     ``retrieved`` says whether documents were fetched for it, ``citations`` are the ``n`` numbers
-    of the sources it was generated from, and ``grounded`` is False when it was committed
-    without the evidence it asked for (a cap was hit or nothing relevant was found).
+    of the sources it cites, and ``grounded`` is False when it was committed without the evidence
+    it asked for (a cap was hit or nothing relevant was found).
+
+    ``support`` is the support checker's verdict (``"unchecked"`` when verification is off):
+    ``"supported"`` and ``"no_claims"`` pass; ``"partial"`` and ``"unsupported"`` sentences are
+    flagged, and ``unsupported`` lists the spans their cited passages do not back.
     """
 
     text: str
     retrieved: bool
     citations: tuple[int, ...] = ()
     grounded: bool = True
+    support: str = "unchecked"
+    unsupported: tuple[str, ...] = ()
+
+    @property
+    def flagged(self) -> bool:
+        """Shown with a mark: not backed by its sources, or written without the evidence it needed."""
+        return self.support in ("partial", "unsupported") or not self.grounded
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text, "retrieved": self.retrieved, "citations": list(self.citations),
+            "grounded": self.grounded, "support": self.support, "unsupported": list(self.unsupported),
+            "flagged": self.flagged,
+        }  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,11 +140,7 @@ class Answer:
             "question": self.question,
             "answer": self.text,
             "rendered": self.render(),
-            "sentences": [
-                {"text": s.text, "retrieved": s.retrieved, "citations": list(s.citations),
-                 "grounded": s.grounded}
-                for s in self.sentences
-            ],
+            "sentences": [s.to_dict() for s in self.sentences],
             "sources": [{"n": c.n, "id": c.passage_id, "title": c.title} for c in self.sources],
             "stop_reason": self.stop_reason,
             "caps_hit": list(self.caps_hit),
@@ -136,19 +150,35 @@ class Answer:
         }
 
     def render(self) -> str:
-        """The answer with inline ``[n]`` markers followed by its source list."""
+        """The answer with inline ``[n]`` markers, then its sources and what is unverified.
+
+        A flagged sentence (see :attr:`Sentence.flagged`) carries the mark ``[?]``, and a note
+        after the sources says why: which of its words the cited passages do not back, or that
+        it was written without the evidence it needed.
+        """
         parts = []
         for s in self.sentences:
-            marks = "".join(f"[{n}]" for n in s.citations)
+            marks = "".join(f"[{n}]" for n in s.citations) + (UNVERIFIED_MARK if s.flagged else "")
             parts.append(_attach(s.text, marks))
-        body = _join(parts)
-        if not self.sources:
-            return body
-        lines = [body, "", "Sources:"]
-        for c in self.sources:
-            label = c.title or c.passage_id
-            lines.append(f"[{c.n}] {label} ({c.passage_id})")
+        lines = [_join(parts)]
+        if self.sources:
+            lines += ["", "Sources:"]
+            lines += [f"[{c.n}] {c.title or c.passage_id} ({c.passage_id})" for c in self.sources]
+        notes = [_why(i, s) for i, s in enumerate(self.sentences, start=1) if s.flagged]
+        if notes:
+            lines += ["", f"{UNVERIFIED_MARK} Not verified against the sources:", *notes]
         return "\n".join(lines)
+
+
+UNVERIFIED_MARK = "[?]"
+
+
+def _why(i: int, s: Sentence) -> str:
+    if s.unsupported:
+        return f"- sentence {i}: " + ", ".join(f'"{span}"' for span in s.unsupported) + " not found in its sources"
+    if not s.grounded:
+        return f"- sentence {i}: written without the sources it needed"
+    return f"- sentence {i}: no cited source backs it"
 
 
 def _attach(text: str, marks: str) -> str:

@@ -16,7 +16,9 @@ from flare.trace.tracers import MemoryTracer
 from tests.evaluate.support import ANSWER, DOCS, QUESTION, SELF_ASK, ContinuationLM
 
 BASE = ("none", "single", "flare", "flare-every", "previous-sentence", "previous-window")
-SETTINGS = Settings(k=2, theta=0.8, beta=0.4, window_tokens=6)
+# Two searches per gap: "So the answer is Emma Jane Whelan" asks again for what the sentence before it
+# searched (the same gap, by its words); θ=1 must still search for every sentence here.
+SETTINGS = Settings(k=2, theta=0.8, beta=0.4, window_tokens=6, max_retries_per_gap=2)
 
 
 def run(spec_text: str) -> tuple[str, TraceRecord, ContinuationLM, str]:

@@ -322,3 +322,25 @@ def test_backends_register_a_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
         register_model("fake", fake)
     with pytest.raises(ConfigError):
         register_model("bad:prefix", fake)
+
+
+@pytest.mark.model
+def test_score_gives_the_logprobs_of_a_given_continuation(smollm2: LlamaCppModel, story: Completion) -> None:
+    said = story
+    scored = smollm2.score(STORY, said.text)
+    assert scored.text == said.text and "".join(t.text for t in scored.tokens) == said.text
+    assert scored.generated_tokens == 0
+    # Teacher forcing the greedy text gives its own log-probabilities (one batch instead of one
+    # token at a time rounds a little differently).
+    for a, b in zip(said.tokens, scored.tokens, strict=True):
+        assert a.text == b.text and b.logprob == pytest.approx(a.logprob, abs=0.3)
+    # Scored again, the prompt is a cached prefix: only the continuation is evaluated.
+    again = smollm2.score(STORY, said.text)
+    assert again.tokens == scored.tokens
+    assert again.prompt_tokens_evaluated <= again.prompt_tokens - smollm2.count_tokens(STORY)
+    # Text the model would not write is far less likely than its own words.
+    odd = smollm2.score(STORY, " Zebras dance quietly.")
+    assert sum(t.logprob for t in odd.tokens) < sum(t.logprob for t in scored.tokens) - 5
+    with pytest.raises(ModelError, match="empty"):
+        smollm2.score("", "text")
+    assert smollm2.score(STORY, "").tokens == ()

@@ -52,7 +52,9 @@ def parrot() -> ParrotLM:
 
 @pytest.fixture()
 def server(index_dir: Path, parrot: ParrotLM) -> Iterator[LiveServer]:
-    engine = Flare(parrot, TantivyRetriever(index_dir), Settings(theta=0.5, max_sentences=3),
+    # The parrot recites passages, and the adversarial ones repeat themselves on purpose: loop
+    # cutting (repeat_ngram) would shorten what these tests inspect.
+    engine = Flare(parrot, TantivyRetriever(index_dir), Settings(theta=0.5, max_sentences=3, repeat_ngram=0),
                    template=PromptTemplate.plain())  # fmt: skip
     with LiveServer(create_app(engine, keys(), Limits())) as live:
         yield live

@@ -23,7 +23,8 @@ from flare.engine.events import Event, Finished, SentenceAccepted
 from flare.engine.metered import MeteredLM
 from flare.engine.policies import policy_for
 from flare.engine.prompts import PromptTemplate
-from flare.engine.step import Commit, RunState, StepContext
+from flare.engine.step import OMIT, Commit, RunState, StepContext
+from flare.engine.verification import verify
 from flare.errors import InputError, ModelError
 from flare.lm.base import LanguageModel
 from flare.retrieve.base import Retriever
@@ -116,6 +117,9 @@ class Flare:
             finally:
                 step.lm_calls, step.lm_tokens_evaluated = lm.since(before)
                 trace.steps.append(step)
+            if outcome == OMIT:
+                run.reject(step.draft or "")
+                continue
             if isinstance(outcome, str):
                 stop_reason = outcome
                 break
@@ -126,15 +130,28 @@ class Flare:
             if piece.truncated and run.output_tokens + len(piece.tokens) >= s.max_output_tokens:
                 stop_reason = "max_output_tokens"  # never commit half a sentence
                 break
-            if any(piece.text == prev.text for prev in run.sentences):
+            if any(piece.text == prev.text for prev in run.sentences) or piece.text in run.rejected:
                 step.decision += "+repetition"
                 stop_reason = "repetition"
                 break
-            sentence, new_sources = self._commit(run, outcome)
-            step.sentence, step.citations = sentence.text, list(sentence.citations)
-            step.grounded = sentence.grounded
-            step.output_tokens = len(piece.tokens)
-            yield SentenceAccepted(index, sentence, new_sources)
+            checked: Commit | None = outcome
+            if s.verify != "off":
+                checked = yield from verify(ctx, outcome)
+                step.lm_calls, step.lm_tokens_evaluated = lm.since(before)
+            if checked is None:  # dropped before acceptance: no event, no text, only the trace
+                run.reject(piece.text)
+                run.output_tokens += len(piece.tokens)  # generated all the same: the budget counts it
+                step.rejected.append(piece.text)
+            else:
+                sentence, new_sources = self._commit(run, checked)
+                step.sentence, step.citations = sentence.text, list(sentence.citations)
+                step.grounded = sentence.grounded
+                step.output_tokens = len(checked.piece.tokens)
+                yield SentenceAccepted(index, sentence, new_sources)
+                piece = checked.piece
+            if piece.looped:
+                stop_reason = "repetition"
+                break
             if piece.model_done:
                 stop_reason = "end"
                 break
@@ -159,20 +176,31 @@ class Flare:
         return None
 
     def _commit(self, run: RunState, commit: Commit) -> tuple[Sentence, tuple[Citation, ...]]:
-        """Append the sentence, citing the step's documents it draws on (C4)."""
-        piece, docs = commit.piece, commit.docs
+        """Append the sentence, citing the step's documents that back it (C4, C6)."""
+        piece, docs, verdict = commit.piece, commit.docs, commit.support
         new: list[Citation] = []
         numbers: list[int] = []
-        if docs and commit.grounded:
-            for i in supporting(piece.text, docs):
-                p = docs[i]
-                if p.id not in run.sources:
-                    c = Citation(len(run.sources) + 1, p.id, p.title, p.text)
-                    run.sources[p.id] = c
-                    new.append(c)
-                numbers.append(run.sources[p.id].n)
-        sentence = Sentence(piece.text, commit.retrieved, tuple(sorted(set(numbers))), commit.grounded)
+        if verdict is not None:
+            cited = list(verdict.cited)
+        else:
+            cited = supporting(piece.text, docs) if docs and commit.grounded else []
+        for i in cited:
+            p = docs[i]
+            if p.id not in run.sources:
+                c = Citation(len(run.sources) + 1, p.id, p.title, p.text)
+                run.sources[p.id] = c
+                new.append(c)
+            numbers.append(run.sources[p.id].n)
+        sentence = Sentence(
+            piece.text,
+            commit.retrieved,
+            tuple(sorted(set(numbers))),
+            commit.grounded,
+            verdict.label if verdict is not None else "unchecked",
+            verdict.unsupported if verdict is not None else (),
+        )
         run.sentences.append(sentence)
+        run.said.append(sentence.text)
         run.output_tokens += len(piece.tokens)
         return sentence, tuple(new)
 

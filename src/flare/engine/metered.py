@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from flare.lm.base import LanguageModel, StopWhen
+from flare.lm.base import LanguageModel, ScoringModel, StopWhen
 from flare.types import Completion
 
 
@@ -16,6 +16,7 @@ class MeteredLM:
         self.name = lm.name
         self.supports_logprobs = lm.supports_logprobs
         self.supports_logit_bias = lm.supports_logit_bias
+        self.supports_scoring: bool = bool(getattr(lm, "supports_scoring", False))
         self.calls = 0
         self.prompt_tokens = 0
         self.prompt_tokens_evaluated = 0
@@ -42,6 +43,15 @@ class MeteredLM:
         self.prompt_tokens += c.prompt_tokens
         self.prompt_tokens_evaluated += c.prompt_tokens_evaluated
         self.generated_tokens += c.generated_tokens
+        return c
+
+    def score(self, prompt: str, continuation: str) -> Completion:
+        """Forward to the backend's ``score`` (see :class:`~flare.lm.base.ScoringModel`)."""
+        scorer: ScoringModel = self.lm  # type: ignore[assignment]
+        c = scorer.score(prompt, continuation)
+        self.calls += 1
+        self.prompt_tokens += c.prompt_tokens
+        self.prompt_tokens_evaluated += c.prompt_tokens_evaluated
         return c
 
     def count_tokens(self, text: str) -> int:

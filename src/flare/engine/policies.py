@@ -22,11 +22,11 @@ from flare.config import Settings
 from flare.engine import baselines
 from flare.engine.events import Event, Rewriting, Searching
 from flare.engine.judge import judge
-from flare.engine.step import Commit, Outcome, Piece, StepContext, dedupe
+from flare.engine.step import OMIT, Commit, Outcome, Piece, StepContext, dedupe
 from flare.errors import ConfigError
 from flare.query.explicit import ask_questions, low_spans
 from flare.query.implicit import masked_query
-from flare.verify.citations import content_words
+from flare.text import content_words, fold, join_words, words
 
 StepGen = Generator[Event, None, Outcome]
 MIN_QUERY_WORDS = 2  # fewer content words than this and a masked draft is not a query
@@ -54,7 +54,7 @@ def initial_step(ctx: StepContext) -> StepGen:
         ctx.record.decision = "no_evidence"
         if ctx.settings.on_missing == "stop":
             return "no_evidence"
-        return Commit(ctx.generate([], "generate"), (), False, False)
+        return Commit(ctx.generate([], "generate"), (), False, False)  # omit: nothing to skip to
     ctx.run.first_docs = [h.passage for h in hits]
     ctx.record.decision = "retrieve"
     return Commit(ctx.generate(ctx.run.first_docs, "generate"), ctx.run.first_docs, True, True)
@@ -96,36 +96,49 @@ class FlareDirect:
         if ctx.index == 0:
             return (yield from initial_step(ctx))
         s, rec = ctx.settings, ctx.record
-        base = ctx.run.first_docs if s.keep_first_docs else []
+        by_support = s.trigger == "support"
+        base = ctx.run.first_docs if s.keep_first_docs or by_support else []
         piece = ctx.generate(base, "draft")
         rec.draft = piece.text
         rec.draft_tokens = [(t.text, round(t.prob, 4)) for t in piece.tokens]
         if not piece.text:
             rec.decision = "end"
             return Commit(piece)
-        verdict = judge(piece.text, piece.tokens, s)
-        rec.low_tokens = [(t, round(p, 4)) for t, p in verdict.low_tokens]
-        rec.threshold = verdict.threshold
-        if not verdict.retrieve:
-            rec.decision = "accept"
-            return Commit(piece, base, False, True)
+        unbacked: frozenset[str] = frozenset()
+        if by_support:
+            # Evidence, not confidence (C6): keep a draft its documents back; otherwise search
+            # without the words they do not back (the likely guesses).
+            support = ctx.check(piece, base)
+            if support.passes:
+                rec.decision = "accept"
+                return Commit(piece, base, False, True, support)
+            unbacked = frozenset(content_words(" ".join(support.unsupported)))
+        else:
+            verdict = judge(piece.text, piece.tokens, s)
+            rec.low_tokens = [(t, round(p, 4)) for t, p in verdict.low_tokens]
+            rec.threshold = verdict.threshold
+            if not verdict.retrieve:
+                rec.decision = "accept"
+                return Commit(piece, base, False, True)
 
-        queries = form_queries(ctx, piece)
+        queries = form_queries(ctx, piece, drop=unbacked)
         if ctx.retrievals_left <= 0:
             return ctx.capped(piece, "max_retrievals")
         queries = queries[: ctx.retrievals_left]
-        gap = " | ".join(sorted(" ".join(q.lower().split()) for q in queries))
-        if ctx.run.gaps.get(gap, 0) >= s.max_retries_per_gap:
+        if ctx.run.count_gap(gap_words(ctx, queries)) > s.max_retries_per_gap:
             return ctx.capped(piece, "max_retries_per_gap")
-        ctx.run.gaps[gap] = ctx.run.gaps.get(gap, 0) + 1
         yield Searching(ctx.index, len(queries))
         hits = ctx.search(queries)
+        if not hits and ctx.retrievals_left > 0 and not s.query_with_question:
+            # A masked draft can be all filler ("village is in the region of"): before giving
+            # up, ask with the question plus the draft's confident words.
+            fallback = join_words([ctx.run.question, masked_query(piece.tokens, s.beta)])
+            queries.append(fallback)
+            hits = ctx.search([fallback])
         if not hits:
             rec.decision = "no_evidence"
-            if s.on_missing == "stop":
-                return "no_evidence"
-            return Commit(piece, (), False, False)
-        if s.conditional_commit and hits[0].score < s.min_relevance:
+            return missing(ctx, piece)
+        if s.conditional_commit and ctx.relevance(" ".join(queries), [h.passage for h in hits]) < s.min_relevance:
             rec.decision = "irrelevant"
             return Commit(piece, (), True, False)
         docs = dedupe([h.passage for h in hits] + list(base))
@@ -134,8 +147,29 @@ class FlareDirect:
         return Commit(ctx.generate(docs, "regenerate"), docs, True, True)
 
 
-def form_queries(ctx: StepContext, piece: Piece) -> list[str]:
-    """Search queries for an unsure draft: M3 masking (implicit) or M4 questions (explicit)."""
+def missing(ctx: StepContext, piece: Piece) -> Outcome:
+    """C3: nothing was found for this sentence's gap — stop, skip the sentence, or keep it marked."""
+    on_missing = ctx.settings.on_missing
+    if on_missing == "stop":
+        return "no_evidence"
+    if on_missing == "omit":
+        ctx.record.decision = "omit"
+        return OMIT
+    return Commit(piece, (), False, False)
+
+
+def gap_words(ctx: StepContext, queries: list[str]) -> frozenset[str]:
+    """What a gap is about: the queries' content words that the question does not already say."""
+    asked = content_words(ctx.run.question)
+    return frozenset(w for q in queries for w in content_words(q) if w not in asked)
+
+
+def form_queries(ctx: StepContext, piece: Piece, *, drop: frozenset[str] = frozenset()) -> list[str]:
+    """Search queries for an unsure draft: M3 masking (implicit) or M4 questions (explicit).
+
+    ``drop`` are folded words to leave out of a masked query as well (the support trigger's
+    unbacked words).
+    """
     s = ctx.settings
     queries: list[str] = []
     if s.query == "explicit":
@@ -145,16 +179,21 @@ def form_queries(ctx: StepContext, piece: Piece) -> list[str]:
             context = f"{ctx.run.answer_so_far} {piece.text}".strip()
             queries = ask_questions(ctx.lm, ctx.run.question, context, spans)
             ctx.record.timings["questions"] = round(time.perf_counter() - t0, 4)
+    masked = _without(masked_query(piece.tokens, s.beta), drop)
     if not queries:
-        masked = masked_query(piece.tokens, s.beta)
         queries = [masked] if len(content_words(masked)) >= MIN_QUERY_WORDS else []
     # A draft whose confident part is only function words ("He is a ... in the ...") gives no
     # usable query; the question then carries the search, with whatever the draft kept.
     if s.query_with_question or not queries:
-        masked = masked_query(piece.tokens, s.beta)
         kept = queries or ([masked] if content_words(masked) else [""])
         queries = [f"{ctx.run.question} {q}".strip() for q in kept]
     return queries
+
+
+def _without(query: str, drop: frozenset[str]) -> str:
+    if not drop:
+        return query
+    return join_words(w for w in words(query) if fold(w) not in drop)
 
 
 POLICIES: dict[str, Callable[[Settings], Policy]] = {

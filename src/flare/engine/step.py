@@ -19,8 +19,11 @@ from flare.engine.prompts import PromptTemplate
 from flare.engine.sentences import ends_sentence, first_sentence_end
 from flare.errors import RetrieverError
 from flare.retrieve.filters import Filters
+from flare.text import repeated_ngram
 from flare.trace.schema import RetrievedRecord, StepRecord, TraceRecord
 from flare.types import Answer, Citation, Completion, Hit, Passage, Sentence, TokenLogprob
+from flare.verify.support import Support, claim_lift, exemplar_leaks
+from flare.verify.support import check as check_support
 
 if TYPE_CHECKING:
     from flare.retrieve.base import Retriever
@@ -34,6 +37,7 @@ class Piece:
     tokens: tuple[TokenLogprob, ...]
     model_done: bool  # the model ended its answer right after this sentence
     truncated: bool = False  # hit max_tokens before the sentence ended
+    looped: bool = False  # cut where the model began repeating itself (see Settings.repeat_ngram)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +48,14 @@ class Commit:
     docs: Sequence[Passage] = ()
     retrieved: bool = False
     grounded: bool = True
+    support: Support | None = None  # the checker's verdict against ``docs``, if already known
 
 
 Outcome = str | Commit
-"""What a step returns: a :class:`Commit`, or the reason the answer must stop."""
+"""What a step returns: a :class:`Commit`, :data:`OMIT`, or the reason the answer must stop."""
+
+OMIT = "omit"
+"""A step's outcome when its sentence is skipped and the answer goes on (``on_missing="omit"``)."""
 
 
 @dataclass(slots=True)
@@ -61,7 +69,9 @@ class RunState:
     started: float
     sentences: list[Sentence] = field(default_factory=list)
     sources: dict[str, Citation] = field(default_factory=dict)
-    gaps: dict[str, int] = field(default_factory=dict)
+    gaps: list[tuple[frozenset[str], int]] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)  # sentences dropped or omitted, never shown
+    said: list[str] = field(default_factory=list)  # every sentence in the prompt: accepted and rejected
     first_docs: list[Passage] = field(default_factory=list)
     retrievals: int = 0
     output_tokens: int = 0
@@ -69,7 +79,31 @@ class RunState:
 
     @property
     def answer_so_far(self) -> str:
-        return Answer(self.question, tuple(self.sentences), (), "", "").text
+        """What the model has said so far, as its prompts show it.
+
+        Rejected sentences stay in the prompt (never in any output): the model then goes on to
+        its next sentence instead of writing the rejected one again, word for word.
+        """
+        return Answer(self.question, tuple(Sentence(t, False) for t in self.said), (), "", "").text
+
+    def reject(self, text: str) -> None:
+        """Keep ``text`` out of the answer but in the model's context (see :attr:`answer_so_far`)."""
+        self.rejected.append(text)
+        self.said.append(text)
+
+    def count_gap(self, gap: frozenset[str]) -> int:
+        """Count one more search for ``gap`` and return how many it has had, this one included.
+
+        Gaps are compared by their words, so a reworded query for the same missing fact ("the
+        village lies in the region of" after "village is in the region of") is the same gap:
+        two gaps are one when they share at least half of their words.
+        """
+        for i, (words, n) in enumerate(self.gaps):
+            if words == gap or (words and gap and len(words & gap) * 2 >= len(words | gap)):
+                self.gaps[i] = (words | gap, n + 1)
+                return n + 1
+        self.gaps.append((gap, 1))
+        return 1
 
     def note_cap(self, cap: str) -> None:
         if cap not in self.caps_hit:
@@ -109,16 +143,59 @@ class StepContext:
         s = self.run.settings
         prompt = self.template.render(docs, self.run.question, self.run.answer_so_far)
         budget = min(max_tokens or s.max_sentence_tokens, s.max_output_tokens - self.run.output_tokens)
-        return self.lm.complete(
-            prompt, max_tokens=max(budget, 1), stop=self.template.stop, stop_when=ends_sentence
-        )
+        n = s.repeat_ngram
+
+        def stop_when(text: str) -> bool:
+            return ends_sentence(text) or (n > 0 and repeated_ngram(text, n) is not None)
+
+        return self.lm.complete(prompt, max_tokens=max(budget, 1), stop=self.template.stop, stop_when=stop_when)
 
     def generate(self, docs: Sequence[Passage], stage: str) -> Piece:
-        """The next sentence written from ``docs``; ``stage`` names its timing in the trace."""
+        """The next sentence written from ``docs``; ``stage`` names its timing in the trace.
+
+        A sentence in which the model starts repeating a run of ``repeat_ngram`` words is cut
+        before the repeat and marked ``looped`` (the loop then ends the answer after it).
+        """
         t0 = time.perf_counter()
         piece = first_piece(self.complete(docs))
         self.record.timings[stage] = round(time.perf_counter() - t0, 4)
+        n = self.run.settings.repeat_ngram
+        at = repeated_ngram(piece.text, n) if n > 0 else None
+        if at is not None:
+            text = piece.text[:at].rstrip(" ,;:、，；")
+            shift = len("".join(t.text for t in piece.tokens)) - len(piece.text)  # leading space
+            piece = Piece(text, tuple(cut_tokens(piece.tokens, shift + len(text))), False, False, True)
         return piece
+
+    def check(self, piece: Piece, docs: Sequence[Passage]) -> Support:
+        """The support checker's verdict on ``piece`` against ``docs`` (C5), recorded in the trace.
+
+        With ``evidence_lift`` and a backend that can score, the sentence is also scored without
+        the documents, after the same question and answer so far (a prompt the draft context has
+        cached), and the difference from its tokens' probabilities with the documents (those it
+        was generated with) is the evidence lift of each claim.
+        """
+        s, rec = self.run.settings, self.record
+        lift = None
+        if docs and s.evidence_lift and self.lm.supports_scoring and piece.tokens:
+            t0 = time.perf_counter()
+            prompt = self.template.render([], self.run.question, self.run.answer_so_far)
+            without = self.lm.score(prompt, "".join(t.text for t in piece.tokens))
+            lift = claim_lift(piece.text, piece.tokens, without.tokens)
+            rec.timings["verify"] = round(rec.timings.get("verify", 0.0) + time.perf_counter() - t0, 4)
+        verdict = check_support(piece.text, docs, lift=lift)
+        leaked = exemplar_leaks(piece.text, self.template.header, self.run.question, docs)
+        if leaked:
+            verdict = Support("unsupported", (), leaked, 0.0, verdict.lift, verdict.claims)
+        rec.support = verdict.label
+        rec.unsupported = list(verdict.unsupported)
+        rec.coverage, rec.lift, rec.leaked = verdict.coverage, verdict.lift, list(leaked)
+        return verdict
+
+    def relevance(self, query: str, docs: Sequence[Passage]) -> float:
+        """How much of ``query``'s content the documents back (0..1): the checker's coverage."""
+        verdict = check_support(query, docs)
+        return 1.0 if verdict.label == "no_claims" else verdict.coverage
 
     def search(self, queries: Sequence[str]) -> list[Hit]:
         """Search every query under the run's filters and interleave the rankings.
@@ -173,18 +250,24 @@ def first_piece(completion: Completion) -> Piece:
     end = first_sentence_end(text, final=completion.finish_reason != "sentence")
     if end is None:
         end = len(text)
-    tokens: list[TokenLogprob] = []
-    pos = 0
-    for tok in completion.tokens:
-        if pos >= end:
-            break
-        take = tok.text[: end - pos]
-        tokens.append(tok if take == tok.text else TokenLogprob(take, tok.logprob))
-        pos += len(tok.text)
+    tokens = cut_tokens(completion.tokens, end)
     rest = text[end:]
     done = completion.finish_reason == "stop" and not rest.strip()
     truncated = completion.finish_reason == "length" and end >= len(text.rstrip())
     return Piece(text[:end].strip(), tuple(tokens), done, truncated)
+
+
+def cut_tokens(tokens: Sequence[TokenLogprob], end: int) -> list[TokenLogprob]:
+    """The tokens spelling the first ``end`` characters (a token cut in two keeps its logprob)."""
+    out: list[TokenLogprob] = []
+    pos = 0
+    for tok in tokens:
+        if pos >= end:
+            break
+        take = tok.text[: end - pos]
+        out.append(tok if take == tok.text else TokenLogprob(take, tok.logprob))
+        pos += len(tok.text)
+    return out
 
 
 def interleave(rankings: Sequence[Sequence[Hit]], k: int) -> list[Hit]:

@@ -1,7 +1,8 @@
 """The language-model contract the engine depends on.
 
 A backend is anything with a ``name``, capability flags and one ``complete`` method. The engine
-never checks a backend's class: it reads ``supports_logprobs`` / ``supports_logit_bias``.
+never checks a backend's class: it reads ``supports_logprobs`` / ``supports_logit_bias``, and
+``supports_scoring`` for the optional :class:`ScoringModel` method ``score``.
 """
 
 from __future__ import annotations
@@ -51,4 +52,21 @@ class LanguageModel(Protocol):
 
     def count_tokens(self, text: str) -> int:
         """Number of tokens ``text`` encodes to (used for budgets and windows)."""
+        ...
+
+
+class ScoringModel(Protocol):
+    """Optional capability: the log-probabilities of a *given* continuation (teacher forcing).
+
+    A backend that has it sets ``supports_scoring = True``. The support checker uses it for the
+    evidence lift (how much more likely the passages make a sentence's words); without it the
+    checker uses its lexical signal alone. Like :meth:`LanguageModel.complete`, ``score`` should
+    reuse a cached prompt prefix, and its tokens must join to exactly ``continuation``.
+    """
+
+    supports_scoring: bool
+
+    def score(self, prompt: str, continuation: str) -> Completion:
+        """``continuation``'s tokens, each with its log-probability given ``prompt`` and the
+        tokens before it; ``text == continuation``, ``generated_tokens == 0``."""
         ...

@@ -95,6 +95,7 @@ class LlamaCppModel:
 
     supports_logprobs = True
     supports_logit_bias = True
+    supports_scoring = True
 
     def __init__(
         self,
@@ -248,6 +249,59 @@ class LlamaCppModel:
                 seconds=seconds,
             )
 
+    def score(self, prompt: str, continuation: str) -> Completion:
+        """Log-probabilities of ``continuation``'s tokens after ``prompt`` (teacher forcing).
+
+        The prompt goes through the same prefix cache as :meth:`complete` (a prompt that extends
+        a context's last prompt costs only its new tokens) and the continuation is evaluated in
+        one batch that returns the logits of every position. ``tokens`` join to ``continuation``
+        (merged to whole characters as in :meth:`complete`); ``prompt_tokens_evaluated`` counts
+        the prompt and continuation tokens evaluated. Used by the support checker's evidence lift.
+        """
+        if not continuation:
+            return Completion(text="", tokens=(), finish_reason="stop")
+        with self._lock:
+            start = time.perf_counter()
+            self._load()
+            head = self._tokenize(prompt, add_special=True)
+            ids = self._tokenize(prompt + continuation, add_special=True)
+            if len(ids) > self.n_ctx:
+                raise ModelError(
+                    f"prompt and continuation are {len(ids)} tokens, more than n_ctx={self.n_ctx}",
+                    hint="use fewer or shorter documents, or raise n_ctx",
+                )
+            k = min(_common_prefix(head, ids), len(ids) - 1)
+            if k < 1:
+                raise ModelError("the prompt is empty", hint="give the model some text to score after")
+            ctx = self._pick(ids[:k])
+            first, evaluated = self._prefill(ctx, ids[:k])
+            cont = ids[k:]
+            rows = [first, *self._decode_all(ctx, cont[:-1])]
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            tokens: list[TokenLogprob] = []
+            pending = 0.0
+            for tok, row in zip(cont, rows, strict=True):
+                top = float(row.max())
+                pending += float(row[tok]) - top - float(np.log(np.exp(row - top).sum(dtype=np.float64)))
+                chunk = decoder.decode(self._piece(tok))
+                if chunk:
+                    tokens.append(TokenLogprob(chunk, pending))
+                    pending = 0.0
+            tokens = _trim_to(tokens, continuation)
+            seconds = time.perf_counter() - start
+            self.stats.calls += 1
+            self.stats.prompt_tokens += len(ids)
+            self.stats.prompt_tokens_evaluated += evaluated + len(cont) - 1
+            self.stats.seconds += seconds
+            return Completion(
+                text="".join(t.text for t in tokens),
+                tokens=tuple(tokens),
+                finish_reason="stop",
+                prompt_tokens=len(ids),
+                prompt_tokens_evaluated=evaluated + len(cont) - 1,
+                seconds=seconds,
+            )
+
     # -- cache management ------------------------------------------------------------------------
 
     def _pick(self, ids: list[int]) -> _Context:
@@ -311,6 +365,37 @@ class LlamaCppModel:
                     hint="the context window may be full; raise n_ctx or shorten the prompt",
                 )
             c.tokens.extend(chunk)
+
+    def _decode_all(self, c: _Context, ids: Sequence[int]) -> list[npt.NDArray[np.float32]]:
+        """Evaluate ``ids`` after ``c``'s cache and return the logits after each of them.
+
+        These tokens are never reused as a cached prompt (``prompt_len`` is not moved), so
+        their batch sizes cannot change later results.
+        """
+        C = self._load()
+        out: list[npt.NDArray[np.float32]] = []
+        size = C.llama_n_batch(c.ptr)
+        for i in range(0, len(ids), size):
+            chunk = ids[i : i + size]
+            batch = C.llama_batch_init(len(chunk), 0, 1)
+            try:
+                for j, tok in enumerate(chunk):
+                    batch.token[j] = tok
+                    batch.pos[j] = len(c.tokens) + j
+                    batch.n_seq_id[j] = 1
+                    batch.seq_id[j][0] = 0
+                    batch.logits[j] = 1
+                batch.n_tokens = len(chunk)
+                rc = C.llama_decode(c.ptr, batch)
+                if rc != 0:
+                    raise ModelError(f"llama_decode failed with code {rc} while scoring", hint="raise n_ctx")
+                c.tokens.extend(chunk)
+                for j in range(len(chunk)):
+                    ptr = C.llama_get_logits_ith(c.ptr, j)
+                    out.append(np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).copy())
+            finally:
+                C.llama_batch_free(batch)
+        return out
 
     def _logits(self, c: _Context) -> npt.NDArray[np.float32]:
         C = self._load()
@@ -445,6 +530,21 @@ def _free(C: ModuleType, model: Any, contexts: list[Any]) -> None:
     for ptr in contexts:
         C.llama_free(ptr)
     C.llama_model_free(model)
+
+
+def _trim_to(tokens: list[TokenLogprob], text: str) -> list[TokenLogprob]:
+    """Drop the characters a boundary token took from the prompt, so the tokens spell ``text``."""
+    joined = "".join(t.text for t in tokens)
+    extra = len(joined) - len(text)
+    if extra <= 0 or not joined.endswith(text):
+        return tokens
+    out: list[TokenLogprob] = []
+    for t in tokens:
+        if not out and extra >= len(t.text):
+            extra -= len(t.text)  # wholly prompt text
+            continue
+        out.append(TokenLogprob(t.text[extra:], t.logprob) if not out and extra else t)
+    return out
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

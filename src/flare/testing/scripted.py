@@ -92,10 +92,15 @@ class ScriptedLM:
         name: str = "scripted",
         supports_logprobs: bool = True,
         supports_logit_bias: bool = True,
+        supports_scoring: bool = True,
+        unknown_prob: float = 0.01,
     ) -> None:
         self.name = name
         self.supports_logprobs = supports_logprobs
         self.supports_logit_bias = supports_logit_bias
+        self.supports_scoring = supports_scoring
+        self.unknown_prob = unknown_prob
+        self.scored: list[tuple[str, str]] = []
         self.rules: list[Rule] = []
         self.calls: list[str] = []
         self.requests: list[ScriptedCall] = []
@@ -185,6 +190,26 @@ class ScriptedLM:
         )
         self.requests.append(ScriptedCall(prompt, max_tokens, tuple(stop), logit_bias, completion))
         return completion
+
+    def score(self, prompt: str, continuation: str) -> Completion:
+        """Score ``continuation`` after ``prompt`` against the first matching rule.
+
+        Each :meth:`split` piece of ``continuation`` gets the probability the rule's response
+        gives the same piece (compared without surrounding spaces), or ``unknown_prob`` if the
+        response never says it: a model shown other text finds these words unlikely. A prompt no
+        rule matches scores every piece at ``unknown_prob``. Calls are recorded in :attr:`scored`.
+        """
+        self.scored.append((prompt, continuation))
+        known: dict[str, float] = {}
+        for match, response in self.rules:
+            if match in prompt if isinstance(match, str) else match(prompt):
+                known = {piece.strip(): prob for piece, prob in reversed(response)}
+                break
+        tokens = tuple(
+            TokenLogprob(p, math.log(known.get(p.strip(), self.unknown_prob))) for p in self.split(continuation)
+        )
+        n = self.count_tokens(prompt)
+        return Completion(continuation, tokens, "stop", n + len(tokens), n + len(tokens))
 
     def count_tokens(self, text: str) -> int:
         """Number of :meth:`split` pieces in ``text``."""

@@ -33,12 +33,22 @@ class StepRecord:
     draft_tokens: list[tuple[str, float]] = field(default_factory=list)
     low_tokens: list[tuple[str, float]] = field(default_factory=list)
     threshold: float | None = None
-    decision: str = ""  # "accept", "retrieve", "cap:<name>", "no_evidence", "irrelevant"
+    decision: str = ""  # "accept", "retrieve", "cap:<name>", "no_evidence", "omit", "irrelevant"
     queries: list[str] = field(default_factory=list)
     retrieved: list[RetrievedRecord] = field(default_factory=list)
     sentence: str = ""
     citations: list[int] = field(default_factory=list)
     grounded: bool = True
+    # The support checker (when verify is on): its label, the unbacked spans, the weighted share
+    # of claims found, the mean evidence lift (nats) and exemplar-only names; ``verify`` says what
+    # was done: "pass", "flag", "drop", "retry" (then the retried sentence's verdict is recorded).
+    support: str = "unchecked"
+    unsupported: list[str] = field(default_factory=list)
+    coverage: float | None = None
+    lift: float | None = None
+    leaked: list[str] = field(default_factory=list)
+    verify: str = ""
+    rejected: list[str] = field(default_factory=list)  # sentences dropped before acceptance
     timings: dict[str, float] = field(default_factory=dict)  # draft, retrieve, regenerate, questions
     lm_calls: int = 0
     lm_tokens_evaluated: int = 0  # prompt tokens actually evaluated + generated tokens

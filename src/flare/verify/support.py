@@ -1,0 +1,309 @@
+"""Is a sentence supported by the passages it cites? (C5, C6)
+
+A sentence makes *claims*: the numbers, names and content words it states. Each claim must be
+found in the cited passages; the verdict says which passages back the sentence and which spans of
+it no passage backs.
+
+Two signals, for English and Chinese:
+
+* **lexical** — every claim is looked up in the passages: numbers by value (``ten`` = ``10`` =
+  ``十``; ``1,642`` = ``1642``), names and content words by their folded form (English words
+  also by a light stem, so "founded" finds "founder"; Chinese words also as a substring, since
+  jieba may cut the passage differently). Numbers and names are *critical*: one missing makes the
+  sentence fail. Content words may be paraphrased, so a sentence fails on them only when too
+  few are found.
+* **evidence lift** (optional, model-based) — the LM's log-probability of each claim's tokens with
+  the passages in the prompt minus without them. A content word the passages do not spell out but
+  made far more likely (a paraphrase) counts as found; see :func:`check`'s ``lift`` argument.
+
+Labels: ``supported`` (nothing missing), ``partial`` (some claims found, some not),
+``unsupported`` (nothing or almost nothing found), ``no_claims`` (nothing to check: "Yes.", "It is
+not known."). A sentence *passes* when it is supported or has no claims.
+
+Example::
+
+    >>> from flare.types import Passage, TokenLogprob
+    >>> p = Passage("p1", "Refunds are paid within ten working days.", "Travel policy")
+    >>> check("Refunds take 10 working days.", [p]).label
+    'supported'
+    >>> v = check("Refunds take 3 months.", [p])
+    >>> v.label, v.unsupported
+    ('unsupported', ('3 months',))
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from flare.text import fold, is_han, numbers, word_spans
+from flare.types import Passage, TokenLogprob
+
+Label = Literal["supported", "partial", "unsupported", "no_claims"]
+Kind = Literal["number", "name", "word"]
+
+# Words that state no fact of their own: function words, auxiliaries, pronouns, hedges, the
+# vocabulary of answering ("answer", "known", "search results"), and common sentence openers.
+LIGHT = frozenset(
+    """
+    a an the of in on at to for and or but nor is are was were be been being am by with as from into onto
+    that this these those it its he she they them him her his hers their theirs we us our you your i me my
+    which who whom whose what when where why how than then so not no yes also too very more most less least
+    has have had having do does did done can could will would shall should may might must there here
+    about after before during while since until over under between among within without through
+    all any some each every both either neither other another such same only just even still yet
+    one ones many much few several lot lots thing things way ways
+    answer answers question questions known unknown information search result results text passage
+    passages document documents source sources according say says said state states stated mention
+    mentioned however therefore thus although though because if whether
+    also well first later take takes took taken make makes made get gets got give gives gave given
+    include includes included including called named use used
+    的 了 是 在 和 与 及 或 就 都 而 其 这 那 有 也 为 被 把 将 对 于 以 之 所 中 等 个 该 并 还 但
+    答案 问题 搜索 结果 资料 文档 根据 不 没有 未知 知道 已知
+    """.split()  # noqa: SIM905 - a word list is easier to read and extend as text
+)
+
+# Suffixes stripped for the light stem (longest first); stems keep at least 4 characters.
+_SUFFIXES = ("ations", "ation", "ments", "ment", "ings", "ing", "ers", "er", "ies", "es", "ed", "s", "ly")
+_CAPITAL = re.compile(r"^[A-Z][\w'-]*$|^[A-Z0-9]+(?:[-/.][A-Z0-9]+)+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A unit of a sentence that a passage must back: ``text`` at ``start:end``."""
+
+    text: str
+    start: int
+    end: int
+    kind: Kind
+    value: float | None = None  # numbers only
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """The verdict on one sentence.
+
+    ``cited`` are indexes into the passages given, the smallest set that backs what the sentence
+    states (best first); ``unsupported`` are the spans of the sentence that no passage backs;
+    ``coverage`` is the weighted share of claims found; ``lift`` the mean evidence lift (nats per
+    claim) when the model-based signal was used, else None.
+    """
+
+    label: Label
+    cited: tuple[int, ...] = ()
+    unsupported: tuple[str, ...] = ()
+    coverage: float = 1.0
+    lift: float | None = None
+    claims: int = 0
+
+    @property
+    def passes(self) -> bool:
+        """Supported, or nothing to support."""
+        return self.label in ("supported", "no_claims")
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """Where the verdicts change. Calibrated on the development world (see docs/results)."""
+
+    supported: float = 0.75  # weighted share of claims found, with no critical claim missing
+    unsupported: float = 0.34  # below this share the sentence is unsupported, not partial
+    lift: float = 2.0  # nats: a lexically missing content word this much likelier with the passages counts
+
+
+WEIGHTS: Mapping[Kind, float] = {"number": 3.0, "name": 2.0, "word": 1.0}
+DEFAULT = Thresholds()
+
+
+def claims(sentence: str) -> list[Claim]:
+    """The numbers, names and content words of ``sentence``, in order, without duplicates.
+
+    Identifiers that mix letters and digits (``FX-200``) are names, not the number inside them.
+    """
+    spans = word_spans(sentence)
+    idents = [w for w in spans if any(c.isdigit() for c in w.text) and any(c.isalpha() for c in w.text)]
+    out = [Claim(w.text, w.start, w.end, "name") for w in idents]
+    taken = [(w.start, w.end) for w in idents]
+    for n in numbers(sentence):
+        if not any(a <= n.start and n.end <= b for a, b in taken):
+            out.append(Claim(n.text, n.start, n.end, "number", n.value))
+            taken.append((n.start, n.end))
+    seen: set[str] = set()
+    for i, w in enumerate(spans):
+        if any(a < w.end and w.start < b for a, b in taken):
+            continue
+        folded = fold(w.text)
+        if folded in LIGHT or folded in seen or (len(folded) == 1 and not is_han(folded)):
+            continue
+        seen.add(folded)
+        kind: Kind = "word"
+        if _CAPITAL.match(w.text) and (i > 0 or _capitalised_next(sentence, w.end)):
+            kind = "name"  # a sentence-initial word is a name only as part of one: "Northwind Labs"
+        out.append(Claim(w.text, w.start, w.end, kind))
+    return sorted(out, key=lambda c: c.start)
+
+
+def _capitalised_next(sentence: str, end: int) -> bool:
+    rest = word_spans(sentence[end : end + 40])
+    return bool(rest) and bool(_CAPITAL.match(rest[0].text))
+
+
+def claim_lift(
+    sentence: str,
+    with_passages: Sequence[TokenLogprob],
+    without: Sequence[TokenLogprob],
+) -> list[float | None]:
+    """Evidence lift of each claim of ``sentence``: log p(claim | passages) − log p(claim).
+
+    Both token sequences spell the sentence (possibly with leading whitespace, as generated); a
+    claim's log-probability is the sum over the tokens that overlap it. None where a side has no
+    token for the claim (the texts did not line up).
+    """
+    a, b = _offsets(sentence, with_passages), _offsets(sentence, without)
+    out: list[float | None] = []
+    for c in claims(sentence):
+        la, lb = _sum_over(a, c), _sum_over(b, c)
+        out.append(None if la is None or lb is None else round(la - lb, 4))
+    return out
+
+
+def _offsets(sentence: str, tokens: Sequence[TokenLogprob]) -> list[tuple[int, int, float]]:
+    """Token spans in ``sentence`` coordinates (leading whitespace of the tokens removed)."""
+    text = "".join(t.text for t in tokens)
+    shift = len(text) - len(text.lstrip())
+    if text[shift:].rstrip() != sentence.strip():
+        return []
+    out, pos = [], -shift
+    for t in tokens:
+        out.append((pos, pos + len(t.text), t.logprob))
+        pos += len(t.text)
+    return out
+
+
+def _sum_over(spans: Sequence[tuple[int, int, float]], claim: Claim) -> float | None:
+    parts = [lp for a, b, lp in spans if a < claim.end and claim.start < b]
+    return sum(parts) if parts else None
+
+
+class _Evidence:
+    """One passage, prepared for lookups."""
+
+    __slots__ = ("numbers", "stems", "text", "words")
+
+    def __init__(self, passage: Passage) -> None:
+        full = f"{passage.title}\n{passage.text}"
+        self.text = fold(full)
+        self.words = {fold(s.text) for s in word_spans(full)}
+        self.stems = {_stem(w) for w in self.words}
+        self.numbers = {n.value for n in numbers(full)}
+
+    def backs(self, claim: Claim) -> bool:
+        if claim.kind == "number":
+            return claim.value in self.numbers
+        w = fold(claim.text)
+        if w in self.words or _stem(w) in self.stems:
+            return True
+        return any(is_han(c) for c in w) and w in self.text
+
+
+def check(
+    sentence: str,
+    passages: Sequence[Passage],
+    *,
+    lift: Sequence[float | None] | None = None,
+    thresholds: Thresholds = DEFAULT,
+) -> Support:
+    """Judge whether ``passages`` support ``sentence`` (see the module notes).
+
+    ``lift`` (optional) gives, for each claim of :func:`claims`, the evidence lift in nats and is
+    aligned with it; pass the output of :func:`claim_lift`. Without passages, a sentence with
+    numbers or names is unsupported and one without is ``no_claims``: only facts need a source.
+    """
+    units = claims(sentence)
+    if not units:
+        return Support("no_claims")
+    if not passages:
+        if any(c.kind != "word" for c in units):
+            return Support("unsupported", (), _spans(sentence, units), 0.0, None, len(units))
+        return Support("no_claims", claims=len(units))
+    evidence = [_Evidence(p) for p in passages]
+    lifts: list[float | None] = list(lift) if lift is not None else [None] * len(units)
+    found_by: list[set[int]] = []
+    for c, gain in zip(units, lifts, strict=True):
+        hits = {i for i, e in enumerate(evidence) if e.backs(c)}
+        if not hits and c.kind == "word" and gain is not None and gain >= thresholds.lift:
+            hits = {-1}  # backed by the passages as a whole (a paraphrase), not by one of them
+        found_by.append(hits)
+    total = sum(WEIGHTS[c.kind] for c in units)
+    found = sum(WEIGHTS[c.kind] for c, h in zip(units, found_by, strict=True) if h)
+    coverage = found / total
+    missing = [c for c, h in zip(units, found_by, strict=True) if not h]
+    critical_missing = any(c.kind != "word" for c in missing)
+    if coverage < thresholds.unsupported:
+        label: Label = "unsupported"
+    elif critical_missing or coverage < thresholds.supported:
+        label = "partial"
+    else:
+        label = "supported"
+    cited = _cover([h - {-1} for h in found_by], [WEIGHTS[c.kind] for c in units])
+    known = [g for g in lifts if g is not None]
+    mean_lift = round(sum(known) / len(known), 4) if known else None
+    spans = _spans(sentence, missing) if label != "supported" else ()
+    return Support(label, tuple(cited), spans, round(coverage, 4), mean_lift, len(units))
+
+
+def _cover(found_by: Sequence[set[int]], weights: Sequence[float]) -> list[int]:
+    """The fewest passages that back every claim any passage backs (greedy, heaviest first)."""
+    left = {i for i, h in enumerate(found_by) if h}
+    chosen: list[int] = []
+    while left:
+        gain: dict[int, float] = {}
+        for i in left:
+            for p in found_by[i]:
+                gain[p] = gain.get(p, 0.0) + weights[i]
+        best = max(gain, key=lambda p: (gain[p], -p))
+        chosen.append(best)
+        left = {i for i in left if best not in found_by[i]}
+    return chosen
+
+
+def _spans(sentence: str, missing: Sequence[Claim]) -> tuple[str, ...]:
+    """Missing claims as spans of the sentence; neighbours joined by light words merge."""
+    spans: list[tuple[int, int]] = []
+    for c in sorted(missing, key=lambda c: c.start):
+        if spans and _only_light(sentence[spans[-1][1] : c.start]):
+            spans[-1] = (spans[-1][0], c.end)
+        else:
+            spans.append((c.start, c.end))
+    return tuple(sentence[a:b] for a, b in spans)
+
+
+def _only_light(gap: str) -> bool:
+    """A gap of spaces, light words and joining punctuation ("3 months", "ten working days")."""
+    if len(gap) > 12 or any(ch in gap for ch in ".;:!?。；：！？"):
+        return False
+    return all(fold(s.text) in LIGHT for s in word_spans(gap))
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def exemplar_leaks(sentence: str, header: str, question: str, passages: Sequence[Passage]) -> tuple[str, ...]:
+    """Names in ``sentence`` that only the prompt's exemplars (``header``) contain.
+
+    A small model copies names from its few-shot exemplars into answers about other things; a
+    name that is in the exemplars but in neither the question nor the passages can only have come
+    from them.
+    """
+    names = [c for c in claims(sentence) if c.kind == "name"]
+    if not names or not header:
+        return ()
+    exemplar = {fold(s.text) for s in word_spans(header)}
+    live = {fold(s.text) for s in word_spans(" ".join([question, *(f"{p.title} {p.text}" for p in passages)]))}
+    return tuple(c.text for c in names if fold(c.text) in exemplar and fold(c.text) not in live)

@@ -1,0 +1,259 @@
+"""Verified answers in the loop (C5, C6): flag, drop, retry, leaks, the support trigger, omissions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from flare.config import Settings
+from flare.engine.events import Finished, Rewriting, Searching, SentenceAccepted
+from flare.engine.loop import Flare
+from flare.engine.prompts import PromptTemplate
+from flare.engine.step import RunState
+from flare.retrieve.filters import Filters
+from flare.testing.memory import MemoryRetriever
+from flare.testing.scripted import ScriptedLM
+from flare.trace.schema import TraceRecord
+from flare.trace.tracers import MemoryTracer
+from flare.types import Hit, Passage
+from tests.engine.support import BARE, DOCS, has_docs
+
+QUESTION = "Why did the founder of Versace die?"
+FIRST = " The founder of Versace was Gianni Versace."
+DRAFT = " He was shot in Rome in 1990."
+BAD = " He was shot in Miami Beach in 1999."  # the documents say 1997
+GOOD = " He was shot in Miami Beach in 1997."
+LOW = {"Rome": 0.1, "1990": 0.2}
+
+
+def _tail(prompt: str) -> str:
+    return prompt.rsplit("Answer:", 1)[-1]
+
+
+def says(text: str, low: dict[str, float] | None = None) -> list[tuple[str, float]]:
+    return ScriptedLM.sentence(text + " And", low=low)
+
+
+def script(*regens: str, draft: str = DRAFT, low: dict[str, float] | None = None) -> ScriptedLM:
+    """FIRST from the question's documents; an unsure draft; then ``regens`` in turn from documents."""
+    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith(("1997.", "1999.", "day.")), [])])
+    lm.add(lambda p: has_docs(p) and not _tail(p).strip(), says(FIRST))
+    prompts: list[str] = []
+
+    def nth(i: int) -> Callable[[str], bool]:
+        def match(p: str) -> bool:
+            if not (has_docs(p) and _tail(p).strip() == FIRST.strip()):
+                return False
+            if p not in prompts:
+                prompts.append(p)
+            return prompts.index(p) == i or (i == len(regens) - 1 and prompts.index(p) > i)
+
+        return match
+
+    for i, text in enumerate(regens):
+        lm.add(nth(i), says(text))
+    lm.add(lambda p: not has_docs(p), says(draft, low=LOW if low is None else low))
+    return lm
+
+
+def run(lm: ScriptedLM, template: PromptTemplate = BARE, retriever: MemoryRetriever | None = None,
+        **settings: object) -> tuple[Flare, MemoryTracer]:  # fmt: skip
+    tracer = MemoryTracer()
+    flare = Flare(lm, retriever or MemoryRetriever(DOCS), Settings(**settings),  # type: ignore[arg-type]
+                  template=template, tracer=tracer)  # fmt: skip
+    return flare, tracer
+
+
+def test_flag_marks_an_unsupported_sentence_and_cites_only_what_backs_it() -> None:
+    lm = script(BAD)
+    flare, tracer = run(lm, verify="flag")
+    events = list(flare.stream(QUESTION))
+    answer = events[-1].answer  # type: ignore[union-attr]
+    first, second = answer.sentences
+    assert first.support == "supported" and not first.flagged
+    assert second.text == BAD.strip() and second.support == "partial" and second.flagged
+    assert second.unsupported == ("1999",)
+    assert [answer.sources[n - 1].passage_id for n in second.citations] == ["v2"]  # v1 backs nothing of it
+    rendered = answer.render()
+    assert "1999[2][?]." in rendered and '"1999" not found in its sources' in rendered
+    as_json = answer.to_dict()["sentences"][1]
+    assert as_json["flagged"] is True and as_json["unsupported"] == ["1999"] and as_json["support"] == "partial"
+    streamed = [e.sentence for e in events if isinstance(e, SentenceAccepted)]
+    assert streamed[1].flagged and streamed[1].unsupported == ("1999",)
+    step = tracer.traces[0].steps[1]
+    assert step.support == "partial" and step.verify == "flag" and step.unsupported == ["1999"]
+    assert step.lift is not None and step.lift > 0  # the passages made Miami Beach far likelier
+    # The evidence lift scored the sentence after the very prompt its draft was written from.
+    drafts = [c for c in lm.calls if not has_docs(c) and _tail(c).strip() == FIRST.strip()]
+    assert any(prompt == drafts[0] and cont.strip() == BAD.strip() for prompt, cont in lm.scored)
+
+
+def test_verify_off_keeps_the_old_behaviour_and_never_scores() -> None:
+    lm = script(BAD)
+    flare, _ = run(lm)
+    answer = flare.answer(QUESTION)
+    assert [s.support for s in answer.sentences] == ["unchecked", "unchecked"]
+    assert not any(s.flagged for s in answer.sentences) and "[?]" not in answer.render()
+    assert lm.scored == []
+
+
+def test_evidence_lift_can_be_turned_off() -> None:
+    lm = script(BAD)
+    flare, tracer = run(lm, verify="flag", evidence_lift=False)
+    flare.answer(QUESTION)
+    assert lm.scored == [] and tracer.traces[0].steps[1].lift is None
+
+
+def test_drop_removes_the_sentence_before_any_event_and_the_model_goes_on() -> None:
+    lm = script(BAD)
+    flare, tracer = run(lm, verify="drop")
+    events = list(flare.stream(QUESTION))
+    answer = events[-1].answer  # type: ignore[union-attr]
+    assert [s.text for s in answer.sentences] == [FIRST.strip()]
+    assert all("1999" not in repr(e) for e in events if not isinstance(e, Finished))
+    assert "1999" not in answer.render() and "1999" not in answer.text
+    step = tracer.traces[0].steps[1]
+    assert step.rejected == [BAD.strip()] and step.verify == "drop" and step.sentence == ""
+    # The rejected sentence stays in the model's context, so it moves on instead of repeating it.
+    assert any(not has_docs(c) and _tail(c).rstrip().endswith("1999.") for c in lm.calls)
+    assert answer.stop_reason == "end"
+
+
+def test_retry_searches_with_the_question_and_the_unsupported_words_then_rewrites() -> None:
+    lm = script(BAD, GOOD)
+    flare, tracer = run(lm, verify="retry")
+    events = list(flare.stream(QUESTION))
+    answer = events[-1].answer  # type: ignore[union-attr]
+    assert [s.text for s in answer.sentences] == [FIRST.strip(), GOOD.strip()]
+    assert answer.sentences[1].support == "supported" and not answer.sentences[1].flagged
+    step = tracer.traces[0].steps[1]
+    assert step.verify == "retry>pass" and step.rejected == [BAD.strip()]
+    assert step.queries[-1] == f"{QUESTION} 1999"
+    kinds = [type(e) for e in events]
+    assert kinds.count(Searching) == 3 and kinds.count(Rewriting) == 2  # question, draft, retry
+    assert all("1999" not in repr(e) for e in events if not isinstance(e, Finished))
+
+
+@pytest.mark.parametrize(("then", "shown"), [("flag", True), ("drop", False)])
+def test_retry_that_still_fails_flags_or_drops(then: str, shown: bool) -> None:
+    flare, tracer = run(script(BAD), verify="retry", retry_then=then)
+    answer = flare.answer(QUESTION)
+    assert (BAD.strip() in answer.text) is shown
+    assert tracer.traces[0].steps[1].verify == f"retry>{then}"
+
+
+def test_retry_respects_the_retrieval_budget() -> None:
+    flare, tracer = run(script(BAD, GOOD), verify="retry", max_retrievals=2)
+    answer = flare.answer(QUESTION)
+    assert answer.retrievals == 2 and answer.sentences[1].flagged  # no search left to retry with
+    assert tracer.traces[0].steps[1].verify == "flag"
+
+
+def test_a_name_only_the_exemplars_contain_is_never_shown() -> None:
+    header = "Question: Which river drains Lake Vorsk?\nAnswer: The Kessa drains it.\n\n"
+    template = PromptTemplate("plain", header, "", "\nAnswer:", ("\n",))
+    leak = " He was shot by Kessa in Miami Beach in 1997."
+    flare, tracer = run(script(leak), template=template, verify="flag")
+    answer = flare.answer(QUESTION)
+    assert "Kessa" not in answer.render()
+    step = tracer.traces[0].steps[1]
+    assert step.leaked == ["Kessa"] and step.verify == "drop"
+
+
+def test_support_trigger_accepts_a_draft_its_documents_back_without_searching() -> None:
+    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("1997."), [])])
+    lm.add(lambda p: has_docs(p) and not _tail(p).strip(), says(FIRST))
+    lm.add(lambda p: has_docs(p), says(GOOD, low={"Miami": 0.05}))  # unsure, but backed
+    flare, tracer = run(lm, trigger="support")
+    answer = flare.answer(QUESTION)
+    assert answer.retrievals == 1 and answer.sentences[1].text == GOOD.strip()
+    step = tracer.traces[0].steps[1]
+    assert step.decision == "accept" and step.support == "supported" and step.queries == []
+    assert has_docs(lm.calls[1])  # the draft was written with the question's documents
+
+
+def test_support_trigger_searches_without_the_unbacked_words() -> None:
+    # The draft (written with the question's documents) says 1999; they say 1997.
+    flare, tracer = run(script(BAD, GOOD), trigger="support", k=2)
+    answer = flare.answer(QUESTION)
+    step = tracer.traces[0].steps[1]
+    assert step.draft == BAD.strip() and step.decision == "retrieve" and step.unsupported == ["1999"]
+    assert "1999" not in step.queries[0] and "Miami" in step.queries[0]
+    assert answer.retrievals == 2 and answer.sentences[1].text == GOOD.strip()
+
+
+class QuestionOnly(MemoryRetriever):
+    """Finds passages for the question itself and for nothing else."""
+
+    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        hits = super().search(query, k=k, filters=filters)
+        return hits if query == QUESTION else []
+
+
+@pytest.mark.parametrize("on_missing", ["omit", "stop", "keep"])
+def test_missing_evidence_falls_back_to_the_question_then_stops_omits_or_keeps(on_missing: str) -> None:
+    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("day."), [])])
+    lm.add(lambda p: has_docs(p), says(FIRST))
+    lm.add(lambda p: _tail(p).rstrip().endswith("1990."), says(" It was a sad day."))
+    lm.add(lambda p: not has_docs(p), says(DRAFT, low=LOW))
+    flare, tracer = run(lm, retriever=QuestionOnly(DOCS), on_missing=on_missing)
+    answer = flare.answer(QUESTION)
+    step = tracer.traces[0].steps[1]
+    assert "Rome" not in step.queries[0] and "1990" not in step.queries[0]
+    assert step.queries[-1].startswith(QUESTION)  # the fallback: the question plus the confident words
+    texts = [s.text for s in answer.sentences]
+    if on_missing == "stop":
+        assert answer.stop_reason == "no_evidence" and texts == [FIRST.strip()]
+    elif on_missing == "omit":
+        assert step.decision == "omit" and texts == [FIRST.strip(), "It was a sad day."]
+        assert "Rome" not in answer.render()
+    else:
+        assert texts == [FIRST.strip(), DRAFT.strip(), "It was a sad day."]
+        assert answer.sentences[1].flagged and "[?]" in answer.render()  # kept, and marked in the text
+
+
+def test_a_reworded_gap_counts_as_the_same_gap() -> None:
+    run_state = RunState(QUESTION, Filters(), Settings(), TraceRecord("t", "q", "flare", "m", "r", "", {}), 0.0)
+    assert run_state.count_gap(frozenset({"village", "region"})) == 1
+    assert run_state.count_gap(frozenset({"village", "lies", "region"})) == 2  # reworded: same gap
+    assert run_state.count_gap(frozenset({"river", "source"})) == 1
+    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("1997."), [])])
+    lm.add(lambda p: has_docs(p) and not _tail(p).strip(), says(FIRST))
+    lm.add(lambda p: has_docs(p), says(" He was shot."))
+    lm.add(lambda p: _tail(p).rstrip().endswith("shot."), says(" He was fatally shot in Rome in 1990.", low=LOW))
+    lm.add(lambda p: not has_docs(p), says(DRAFT, low=LOW))
+    flare, tracer = run(lm, max_sentences=3)
+    flare.answer(QUESTION)
+    steps = tracer.traces[0].steps
+    assert steps[1].decision == "retrieve" and steps[2].decision == "cap:max_retries_per_gap"
+
+
+def test_a_looping_sentence_is_cut_before_the_repeat_and_ends_the_answer() -> None:
+    loop = " He was born in Vessa in the village of Vessa in the village of Vessa in the village"
+    lm = ScriptedLM([(lambda p: has_docs(p), ScriptedLM.sentence(loop))])
+    flare, _ = run(lm)
+    answer = flare.answer(QUESTION)
+    assert answer.stop_reason == "repetition"
+    assert [s.text for s in answer.sentences] == ["He was born in Vessa in the village of"]
+    assert len(lm.requests[0].completion.tokens) < len(ScriptedLM.split(loop))  # generation stopped early
+
+
+def test_uncited_facts_are_flagged_and_uncited_prose_is_not() -> None:
+    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("year."), [])])
+    lm.add(lambda p: _tail(p).rstrip().endswith("1997."), says(" It was a sad year."))
+    lm.add(lambda p: True, says(GOOD))
+    flare, _ = run(lm, method="none", verify="flag")
+    answer = flare.answer(QUESTION)
+    assert [s.flagged for s in answer.sentences] == [True, False]
+    assert answer.sentences[0].citations == () and answer.sentences[0].support == "unsupported"
+
+
+def test_chinese_sentences_are_checked_with_chinese_words() -> None:
+    docs = [Passage("z1", "2026年境内差旅的报销须在十个工作日内完成。", "差旅报销办法", {"acl": ["staff"]})]
+    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("。"), [])])
+    lm.add(lambda p: True, ScriptedLM.sentence("报销须在三个月内完成。"))
+    flare, _ = run(lm, retriever=MemoryRetriever(docs), verify="flag")
+    answer = flare.answer("差旅报销需要多久？")
+    assert answer.sentences[0].flagged and answer.sentences[0].unsupported == ("三个月",)
+    assert answer.sentences[0].citations == (1,)  # 报销 and 完成 are in the passage

@@ -1,0 +1,115 @@
+"""The support checker on its own: claims, numbers, names, Chinese words, citations and lift."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from flare.text import numbers, repeated_ngram, words
+from flare.types import Passage, TokenLogprob
+from flare.verify.support import Thresholds, check, claim_lift, claims, exemplar_leaks
+
+POLICY = Passage("p1", "Travel expenses are reimbursed within ten working days of submitting receipts.",
+                 "Travel policy 2026")  # fmt: skip
+FOUNDER = Passage("p2", "Northwind Labs was founded in 1999 by Ingrid Solberg in Tromsø.", "Northwind Labs")
+LAPTOP = Passage("p3", "Every employee receives a laptop that is replaced after four years.", "Equipment")
+ZH = Passage("z1", "2026年境内差旅的报销须在十个工作日内完成，超过期限需部门负责人审批。", "差旅报销办法")
+
+
+def test_numbers_are_compared_by_value_in_words_digits_and_chinese() -> None:
+    assert [n.value for n in numbers("ten, 10, 十, 1,642, twenty-five, 3 million, 二〇二六, 一百零五")] == [
+        10, 10, 10, 1642, 25, 3_000_000, 2026, 105,
+    ]
+    assert numbers("一起统一") == []  # a lone numeral inside a word is not a number
+    assert check("Travel expenses are reimbursed within 10 working days.", [POLICY]).label == "supported"
+    assert check("报销须在10个工作日内完成。", [ZH]).label == "supported"
+
+
+def test_a_wrong_number_makes_the_sentence_fail_and_is_the_unsupported_span() -> None:
+    v = check("Northwind Labs reimburses travel expenses within 3 months.", [POLICY, FOUNDER])
+    assert not v.passes and v.label == "partial"
+    assert v.unsupported == ("3 months",)
+    v = check("报销须在三个月内完成。", [ZH])
+    assert not v.passes and v.unsupported == ("三个月",)
+
+
+def test_a_name_no_passage_contains_fails_even_when_every_other_word_is_found() -> None:
+    v = check("Northwind Labs was founded in 1999 by Erik Dahl.", [FOUNDER])
+    assert v.label == "partial" and v.unsupported == ("Erik Dahl",)
+
+
+def test_citations_are_the_fewest_passages_that_back_the_sentence() -> None:
+    passages = [LAPTOP, POLICY, FOUNDER]
+    v = check("Ingrid Solberg founded Northwind Labs in 1999.", passages)
+    assert v.label == "supported" and v.cited == (2,)
+    v = check("Northwind Labs was founded in 1999, and laptops are replaced after four years.", passages)
+    assert v.label == "supported" and set(v.cited) == {0, 2}
+    v = check("The moon is made of green cheese.", passages)
+    assert v.label == "unsupported" and v.cited == ()
+
+
+def test_sentences_without_claims_pass_and_uncited_facts_fail() -> None:
+    assert check("Yes.", [POLICY]).label == "no_claims"
+    assert check("The search results do not say.", []).label == "no_claims"
+    v = check("Northwind Labs has 4,000 employees.", [])
+    assert v.label == "unsupported" and v.unsupported == ("Northwind Labs has 4,000 employees",)
+
+
+def test_chinese_sentences_are_checked_with_chinese_words() -> None:
+    assert words("部门负责人审批") == ["部门", "负责人", "审批"]
+    v = check("超过期限需部门负责人审批。", [ZH])
+    assert v.label == "supported" and v.cited == (0,)
+    v = check("超过期限需总经理和财务总监审批。", [ZH])
+    assert not v.passes and "总经理" in "".join(v.unsupported)
+
+
+def test_claims_keep_names_identifiers_and_skip_function_words() -> None:
+    kinds = {c.text: c.kind for c in claims("Then Ingrid Solberg shipped the FX-200 in 2019 to Oslo.")}
+    assert kinds == {"Ingrid": "name", "Solberg": "name", "shipped": "word", "FX-200": "name",
+                     "2019": "number", "Oslo": "name"}  # fmt: skip
+    # A capitalised first word is a name only as part of a longer name.
+    assert {c.kind for c in claims("Refunds take long.") if c.text == "Refunds"} == {"word"}
+    assert {c.kind for c in claims("Northwind Labs grew.") if c.text == "Northwind"} == {"name"}
+
+
+def test_evidence_lift_rescues_a_paraphrased_word_but_never_a_number() -> None:
+    sentence = "Receipts are refunded within ten working days."
+    strict = Thresholds(supported=0.99)  # every content word must be backed
+    base = check(sentence, [POLICY], thresholds=strict)
+    assert base.label == "partial" and base.unsupported == ("refunded",)
+    toks = [" Receipts", " are", " refunded", " within", " ten", " working", " days", "."]
+    with_docs = [TokenLogprob(t, math.log(0.9)) for t in toks]
+    without = [TokenLogprob(t, math.log(0.9 if t != " refunded" else 0.01)) for t in toks]
+    lift = claim_lift(sentence, with_docs, without)
+    assert lift[[c.text for c in claims(sentence)].index("refunded")] == pytest.approx(math.log(90), abs=1e-3)
+    assert check(sentence, [POLICY], lift=lift, thresholds=strict).label == "supported"
+    # A missing number is never rescued by the model's say-so.
+    wrong = "Receipts are refunded within nine working days."
+    wrong_toks = [TokenLogprob(t.replace("ten", "nine"), math.log(0.9)) for t in toks]
+    low = [TokenLogprob(t.text, math.log(0.001)) for t in wrong_toks]
+    assert not check(wrong, [POLICY], lift=claim_lift(wrong, wrong_toks, low)).passes
+    # Tokens that spell another text give no lift at all.
+    assert claim_lift(sentence, with_docs, [TokenLogprob("other", 0.0)]) == [None] * len(claims(sentence))
+
+
+def test_thresholds_move_the_verdicts() -> None:
+    sentence = "Travel expenses are reimbursed quickly by the finance team."
+    strict, lax = Thresholds(supported=0.99), Thresholds(supported=0.3)
+    assert check(sentence, [POLICY], thresholds=strict).label == "partial"
+    assert check(sentence, [POLICY], thresholds=lax).label == "supported"
+
+
+def test_exemplar_only_names_are_leaks() -> None:
+    header = "Question: How deep is Lake Vorsk?\nAnswer: Lake Vorsk is 900 metres deep. The Kessa drains it."
+    assert exemplar_leaks("The Kessa river flows past Tromsø.", header, "Where is Tromsø?", [FOUNDER]) == ("Kessa",)
+    assert exemplar_leaks("The Kessa river flows past Tromsø.", header, "Is the Kessa long?", [FOUNDER]) == ()
+    assert exemplar_leaks("Tromsø is in Norway.", header, "Where is Tromsø?", [FOUNDER]) == ()
+
+
+def test_repeated_word_runs_are_found_in_both_languages() -> None:
+    assert repeated_ngram("born in Vessa in the village of Vessa in the village of Vessa", 4) is not None
+    assert repeated_ngram("He founded the company in 1999 and sold the company in 2004.", 4) is None
+    zh = "公司位于北京市海淀区的中关村大街，位于北京市海淀区的中关村大街"
+    assert repeated_ngram(zh, 4) is not None
+    assert repeated_ngram("anything at all", 0) is None
