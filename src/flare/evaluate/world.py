@@ -30,10 +30,13 @@ import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from flare.evaluate.world_gen import WORLD_VERSION, Builder, World
 from flare.evaluate.world_questions import QuestionMaker
+
+if TYPE_CHECKING:
+    from flare.retrieve.base import Retriever
 
 MAX_QUESTIONS = 2000
 
@@ -74,12 +77,26 @@ def question_records(world: World) -> list[dict[str, Any]]:
             "head": q.head,
             "facts": [{"id": f.id, "subject": f.subject, "subject_name": world.entities[f.subject].name,
                        "relation": f.relation, "value": world.value_text(f), "aliases": list(world.aliases(f)),
-                       "passage_ids": list(f.passage_ids), "bridge": f.subject != q.head} for f in facts],
+                       "passage_ids": list(f.passage_ids), "bridge": world.is_bridge(q.head, f)} for f in facts],
             "qa_pairs": [{"question": s, "short_answers": list(world.aliases(f))} for s, f in zip(q.sub_questions,
                                                                                                    facts, strict=True)],
             "reference": " ".join(q.reference),
         })
     return out
+
+
+def bridge_misses(world: World, retriever: Retriever, *, k: int) -> tuple[float, float]:
+    """How often a search with the question alone misses the bridge: (share of questions that
+    miss at least one bridge fact's passages in the top ``k``, share of bridge facts missed)."""
+    q_miss, facts, f_miss = 0, 0, 0
+    for q in world.questions:
+        top = {h.passage.id.split("#", 1)[0] for h in retriever.search(q.question, k=k)}
+        missed = [not (set(world.facts[f].passage_ids) & top) for f in q.fact_ids
+                  if world.is_bridge(q.head, world.facts[f])]
+        q_miss += any(missed)
+        facts += len(missed)
+        f_miss += sum(missed)
+    return q_miss / len(world.questions), f_miss / max(facts, 1)
 
 
 def truth_records(world: World, *, dev: int) -> list[dict[str, Any]]:
@@ -91,8 +108,8 @@ def truth_records(world: World, *, dev: int) -> list[dict[str, Any]]:
     rows += [{"type": "entity", "id": e.id, "kind": e.kind, "name": e.name, "aliases": list(e.aliases),
               "pronoun": e.pronoun, "noun": e.noun, "twin_of": e.twin_of} for e in world.entities.values()]
     rows += [{"type": "fact", "id": f.id, "subject": f.subject, "relation": f.relation, "value": f.value,
-              "kind": f.kind, "as_of": f.as_of, "current": f.current, "value_text": world.value_text(f),
-              "aliases": list(world.aliases(f)), "passage_ids": list(f.passage_ids)} for f in world.facts.values()]
+              "kind": f.kind, "as_of": f.as_of, "value_text": world.value_text(f), "passage_ids": list(f.passage_ids)}
+             for f in world.facts.values()]
     rows += [{"type": "passage", "id": p.id, "subject": p.subject, "year": p.year, "fact_ids": list(p.fact_ids),
               "entities": list(p.entities)} for p in world.passages.values()]
     names = sorted({a for e in world.entities.values() for a in e.aliases})

@@ -129,6 +129,10 @@ class World:
             return self.entities[str(fact.value)].aliases
         return surfaces(fact.kind, int(fact.value))
 
+    def is_bridge(self, head: str, fact: Fact) -> bool:
+        """Does ``fact`` need a hop from ``head``: no passage stating it names that entity?"""
+        return not any(head in self.passages[p].entities for p in fact.passage_ids)
+
     def value_text(self, fact: Fact) -> str:
         """The value as the reference writes it: a name, or the plain number with its unit."""
         if fact.kind == "entity":

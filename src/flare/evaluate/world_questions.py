@@ -62,8 +62,8 @@ class QuestionMaker:
                 while pools[qtype] and len(out) < n:
                     head = pools[qtype].pop()
                     made = make(self, head) if head.id not in used else None
-                    if made is None:
-                        continue
+                    if made is None or not any(self.w.is_bridge(head.id, f) for f in made[1]):
+                        continue  # not applicable, or every gold fact is found with the head's name
                     used.add(head.id)
                     text, facts, subs = made
                     out.append(WorldQuestion(

@@ -230,11 +230,12 @@ class Judge:
         items = len(ents) + len(nums) + len(foreign_txt)
         if not items:
             return SentenceVerdict(raw, cited, "no_claims", (), (), (), (), (), (), (), 0, 0, tuple(order))
-        backed = self._check(ents, nums, scope, set(cited))
-        truth = self._check(ents, nums, scope, None)
-        failed = [*backed.failed, *foreign_txt]
-        if not cited:
-            failed = failed or ["(no citation)"]
+        # One name and nothing else is a mere mention ("Tisdunvul is known for its fair."), unless a
+        # pronoun before it is the subject ("He was born in Tisdunvul.": whose birthplace?).
+        lone = len(ents) == 1 and not nums and spans[0][0] <= _first_anaphor(text)
+        backed = self._check(ents, nums, scope, set(cited), lone=lone)
+        truth = self._check(ents, nums, scope, None, lone=lone)
+        failed = [*backed.failed, *foreign_txt] if cited else ["(no citation)", *foreign_txt]
         used = tuple(sorted(backed.used))
         needed = tuple(p for p in cited if any(p in ps for ps in backed.used.values()))
         stated = tuple(f for f in sorted(gold) if self._states(self.world.facts[f], ents, nums, scope))
@@ -269,7 +270,8 @@ class Judge:
                     break
         return out
 
-    def _check(self, ents: list[str], nums: list[float], scope: set[str], cited: set[str] | None) -> _Check:
+    def _check(self, ents: list[str], nums: list[float], scope: set[str], cited: set[str] | None, *,
+               lone: bool) -> _Check:
         """Which items facts of subjects in scope support, through ``cited`` passages (None: any)."""
         c = _Check()
 
@@ -282,7 +284,7 @@ class Judge:
                 c.used.setdefault(f.id, set()).update(stated(f))
             if hits:
                 c.ok += 1
-                c.outdated += all(not f.current for f in hits)
+                c.outdated += all(not f.current and float(f.value) == v for f in hits)  # not the "In 2012"
             else:
                 c.failed.append(_fmt(v))
         for e in ents:
@@ -294,7 +296,7 @@ class Judge:
         for e in ents:
             in_cited = cited is None or any(e in self.world.passages[p].entities for p in cited
                                             if p in self.world.passages)
-            tied = e in subjects or e in values or (len(ents) == 1 and not nums)  # alone: "Vostrel Labs is a firm."
+            tied = e in subjects or e in values or lone
             if in_cited and tied:
                 c.ok += 1
             else:
@@ -308,6 +310,11 @@ class Judge:
         if f.kind == "entity":
             return f.value in ents and f.value != f.subject
         return float(f.value) in nums
+
+
+def _first_anaphor(text: str) -> int:
+    """Where the first pronoun or anaphoric phrase of ``text`` starts (its length when none)."""
+    return min((m.start() for pattern, _ in _ANAPHORS if (m := pattern.search(text))), default=len(text))
 
 
 def _key(value: str | int | float, kind: str) -> str:
