@@ -7,18 +7,23 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from flare import build_index, load_corpus, open_index
+from flare.cli.eval_cmd import eval_command
 from flare.errors import InputError
 from flare.evaluate.datasets import load_dataset
-from flare.evaluate.harness import task_of
-from flare.evaluate.world import bridge_misses, generate, main, write_world
+from flare.evaluate.harness import RESULTS_FILE, read_results, task_of
+from flare.evaluate.world import bridge_misses, generate, load_world, main, write_world
 from flare.evaluate.world_gen import Fact, World, WorldQuestion
 from flare.evaluate.world_names import real_words
+from flare.evaluate.world_score import judge_record, summarize, table
+from flare.evaluate.world_score import main as score_main
 from flare.evaluate.world_text import spell, surfaces
-from flare.evaluate.world_truth import Judge, judge, load_world, sentences_from_answer, sentences_from_trace
+from flare.evaluate.world_truth import Judge, judge, sentences_from_answer, sentences_from_trace
 from flare.text import numbers
 from flare.types import Answer, Citation, Sentence
 
@@ -319,3 +324,64 @@ def test_sentences_come_from_answers_and_traces_with_passage_ids() -> None:
              "steps": [{"sentence": "A.", "citations": [2]}, {"sentence": "", "citations": []},
                        {"sentence": "B.", "citations": [1, 2]}]}
     assert sentences_from_trace(trace) == [("A.", ["wp0002"]), ("B.", ["wp0001", "wp0002"])]
+
+
+# -- scoring eval results ----------------------------------------------------------------------
+
+
+def _record(world: World, q: WorldQuestion, method: str, *, fail: bool = False) -> dict[str, Any]:
+    """A results record as the harness writes it: the reference answer, each sentence citing its passage."""
+    pids = [world.facts[f].passage_ids[0] for f in q.fact_ids]
+    trace = {"sources": [{"n": i + 1, "id": p} for i, p in enumerate(pids)],
+             "steps": [{"sentence": s, "citations": [i + 1]} for i, s in enumerate(q.reference)]}
+    return {"dataset": "world", "method": method, "id": q.id, "error": "Boom" if fail else None,
+            "trace": None if fail else trace}
+
+
+def test_summary_per_method_counts_failures_as_stating_nothing(world: World, judge_: Judge) -> None:
+    q0, q1 = world.questions[:2]
+    records = [_record(world, q0, "a"), _record(world, q1, "a"), _record(world, q0, "b"),
+               _record(world, q1, "b", fail=True)]
+    assert judge_record(judge_, records[3]) is None
+    summary = summarize(judge_, records)
+    assert summary["a"]["fact_recall"] == 1.0 and summary["a"]["cited_unsupported"] == 0.0
+    assert summary["b"]["failed"] == 1 and summary["b"]["fact_recall"] == 0.5
+    assert summary["b"]["citation_precision"] == 1.0  # the failed answer has no citations to count
+    assert "| a | 2 | 0 | 1.000 |" in table(summary)
+
+
+def test_score_command_prints_the_table_or_one_line_error(world: World, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    folder = write_world(world, tmp_path / "world")
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(_record(world, q, "single")) + "\n" for q in world.questions[:3]))
+    assert score_main([str(folder), str(results)]) == 0
+    assert "| single | 3 | 0 | 1.000 |" in capsys.readouterr().out
+    assert score_main([str(tmp_path / "nowhere"), str(results)]) == 2
+    assert "not a world folder" in capsys.readouterr().err
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({**_record(world, world.questions[0], "x"), "dataset": "asqa"}) + "\n")
+    assert score_main([str(folder), str(other)]) == 2
+    assert "no records of dataset 'world'" in capsys.readouterr().err
+
+
+@pytest.mark.model
+def test_flare_eval_with_smollm2_on_the_world_is_judged_from_its_traces(tmp_path: Path) -> None:
+    """The real path: the CLI answers world questions with the bundled model over a real index."""
+    world = generate(seed=5, questions=4, dev=2)
+    folder = write_world(world, tmp_path / "world")
+    out = tmp_path / "out"
+    args = ["--dataset", str(folder), "--method", "single", "--limit", "2", "--model", "smollm2", "--threads", "1",
+            "-k", "3", "--set", "max_output_tokens=48", "--set", "max_sentences=3", "--out", str(out),
+            "--index-cache", str(tmp_path / "idx"), "--no-progress"]
+    result = CliRunner().invoke(eval_command, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    records = read_results(out / RESULTS_FILE)
+    assert len(records) == 2 and not [r for r in records if r["error"]]
+    j = Judge(load_world(folder))
+    for rec in records:
+        verdict = judge_record(j, rec)
+        assert verdict is not None and len(verdict.sentences) == rec["sentences"]
+        assert all(p in world.passages for s in verdict.sentences for p in s.cited)
+        assert all(x is None or 0.0 <= x <= 1.0 for x in verdict.scores().values())
+    assert summarize(j, records)["single"]["answers"] == 2

@@ -26,13 +26,15 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from flare.evaluate.world_gen import WORLD_VERSION, Builder, World
+from flare.errors import InputError
+from flare.evaluate.world_gen import WORLD_VERSION, Builder, Entity, Fact, World, WorldPassage, WorldQuestion
 from flare.evaluate.world_questions import QuestionMaker
 
 if TYPE_CHECKING:
@@ -165,6 +167,48 @@ def _readme(world: World, dev: int) -> str:
         f"{len(world.facts)} facts ({old} older figures in passages dated by `meta.year`).\n"
         "- `truth.jsonl` holds which passage states which fact; see docs/results/world/README.md.\n"
     )
+
+
+def load_world(folder: Path) -> World:
+    """Read a world written by :func:`flare.evaluate.world.write_world` back from its folder."""
+    folder = Path(folder)
+    paths = [folder / n for n in ("truth.jsonl", "corpus.jsonl", "questions.jsonl")]
+    missing = [p.name for p in paths if not p.exists()]
+    if missing:
+        raise InputError(f"{folder} is not a world folder (missing {', '.join(missing)})",
+                         "generate one with: python -m flare.evaluate.world --out DIR")
+    rows = _read(paths[0])
+    texts = {r["id"]: r for r in _read(paths[1])}
+    head = rows[0] if rows and rows[0].get("type") == "world" else {}
+    entities = {r["id"]: Entity(r["id"], r["kind"], r["name"], tuple(r["aliases"]), r["pronoun"], r["noun"],
+                                r["twin_of"]) for r in rows if r["type"] == "entity"}
+    facts = {r["id"]: Fact(r["id"], r["subject"], r["relation"], r["value"], r["kind"], r["as_of"],
+                           tuple(r["passage_ids"])) for r in rows if r["type"] == "fact"}
+    passages = {r["id"]: WorldPassage(r["id"], texts[r["id"]]["title"], texts[r["id"]]["text"], r["year"],
+                                      r["subject"], tuple(r["fact_ids"]), tuple(r["entities"]))
+                for r in rows if r["type"] == "passage"}
+    questions = tuple(WorldQuestion(r["id"], r["question"], r["type"], r["split"], r["head"],
+                                    tuple(f["id"] for f in r["facts"]), tuple(p["question"] for p in r["qa_pairs"]),
+                                    tuple(_split_reference(r["reference"], len(r["facts"]))))
+                      for r in _read(paths[2]))
+    return World(int(head.get("seed", 0)), entities, facts, passages, questions)
+
+
+def _split_reference(text: str, n: int) -> list[str]:
+    parts = re.split(r"(?<=\.) (?=[A-Z])", text)
+    return parts if len(parts) == n else [text]
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}:{n}: not JSON ({exc.msg})", "regenerate the world folder") from exc
+    return out
 
 
 class _Parser(argparse.ArgumentParser):

@@ -6,7 +6,7 @@ price, a percentage, a duration, a length). Every entity's facts are spread over
 passages, each about that entity alone, so a question about a company is answered in part by
 passages about its founder and the founder's birthplace, which never name the company: the
 question alone does not retrieve them. Distractors make retrieval and checking honest: near-miss
-twins (``Drelmosa`` / ``Drelmusa``) with close numbers, and older figures in passages whose
+twins (``Vruzan Tools`` / ``Vruzun Tools``) with close numbers, and older figures in passages whose
 ``year`` metadata is older, so a ``year>=2020`` filter matters.
 
 The generator knows which passage states which fact; that ground truth goes to ``truth.jsonl``
@@ -14,7 +14,7 @@ and never into the passage text (see :mod:`flare.evaluate.world`). Same seed, sa
 
 Example::
 
-    world = generate(seed=0, questions=160, dev=40)
+    world = flare.evaluate.world.generate(seed=0, questions=160, dev=40)
     q = world.questions[0]
     [world.facts[f].relation for f in q.fact_ids]   # e.g. ['founded_by', 'founded_year', ...]
 """
@@ -57,12 +57,12 @@ class Entity:
 
     @property
     def bare(self) -> str:
-        """The name as a value is written: "Zentari kettle", "Tulka River", "Vostrel Labs"."""
+        """The name as a value is written: "Lozister chainsaw", "Thusvik River", "Trulmi Systems"."""
         return f"{self.name} {self.noun}" if self.noun else self.name
 
     @property
     def inline(self) -> str:
-        """The name inside a sentence, with its article: "the Zentari kettle"."""
+        """The name inside a sentence, with its article: "the Lozister chainsaw"."""
         return f"the {self.bare}" if self.kind in ("product", "river") else self.bare
 
 

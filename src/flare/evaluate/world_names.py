@@ -16,7 +16,8 @@ least 20 times in the pools); the truth metrics use it to tell a capitalised ord
 Example::
 
     names = NameMaker(random.Random(0))
-    town = names.take(3)          # e.g. "Drelmosa"
+    names.take(3)                 # "Vomukrik"
+    names.variant("Drelmosa")     # "Drelmosu", a near-miss twin
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class NameMaker:
         raise RuntimeError("the name grammar ran out of fresh words; use fewer entities")  # pragma: no cover
 
     def variant(self, name: str) -> str | None:
-        """A near-miss of ``name``: one vowel changed (``Drelmosa`` → ``Drelmusa``), or None."""
+        """A near-miss of ``name``: one vowel changed (``Drelmosa`` → ``Drelmosu``), or None."""
         word = name.lower()
         spots = [i for i, c in enumerate(word) if c in _VOWELS]
         self._rng.shuffle(spots)

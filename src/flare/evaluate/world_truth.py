@@ -4,7 +4,7 @@ Independent of any checker in :mod:`flare.verify`: the generator recorded which 
 which fact, so an answer's claims are judged exactly. For each sentence (its text and the ids of
 the passages it cites):
 
-* **items** — the world entities it names (any alias, "Vostrel" for "Vostrel Labs"), the world
+* **items** — the world entities it names (any alias, "Trulmi" for "Trulmi Systems"), the world
   numbers it states (read by :func:`flare.text.numbers`, so "twelve" is 12 and "12,400" is
   12400), and *foreign* claims: numbers that are no value of the world and capitalised words
   that are neither world names nor ordinary English words ("Paris") — invented, so unsupported;
@@ -29,23 +29,21 @@ fact the sentence uses).
 
 Example::
 
-    world = load_world(Path("docs/results/world/data/world"))
-    verdict = judge(world, "wq000", [("Brimu Works was founded by Dralnal Lesluknen.", ["wp0123"])])
+    world = load_world(Path("docs/results/world/data/world"))  # from flare.evaluate.world
+    verdict = judge(world, "wq000", [("Trulmi Systems was founded by Zhatar Zhuveban.", ["wp0546"])])
     verdict.fact_recall, verdict.sentences[0].status
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from flare.errors import InputError
-from flare.evaluate.world_gen import Entity, Fact, World, WorldPassage, WorldQuestion
+from flare.evaluate.world_gen import Fact, World, WorldQuestion
 from flare.evaluate.world_names import common_words
 from flare.evaluate.world_text import INTROS, OLD_TEMPLATES, TEMPLATES
 from flare.text import STOPWORDS, fold, numbers, word_spans
@@ -345,45 +343,3 @@ def sentences_from_answer(answer: Any) -> list[CitedSentence]:
     """``(sentence, cited passage ids)`` pairs from a :class:`flare.types.Answer`."""
     ids = {c.n: c.passage_id for c in answer.sources}
     return [(s.text, [ids[n] for n in s.citations if n in ids]) for s in answer.sentences]
-
-
-def load_world(folder: Path) -> World:
-    """Read a world written by :func:`flare.evaluate.world.write_world` back from its folder."""
-    folder = Path(folder)
-    paths = [folder / n for n in ("truth.jsonl", "corpus.jsonl", "questions.jsonl")]
-    missing = [p.name for p in paths if not p.exists()]
-    if missing:
-        raise InputError(f"{folder} is not a world folder (missing {', '.join(missing)})",
-                         "generate one with: python -m flare.evaluate.world --out DIR")
-    rows = _read(paths[0])
-    texts = {r["id"]: r for r in _read(paths[1])}
-    head = rows[0] if rows and rows[0].get("type") == "world" else {}
-    entities = {r["id"]: Entity(r["id"], r["kind"], r["name"], tuple(r["aliases"]), r["pronoun"], r["noun"],
-                                r["twin_of"]) for r in rows if r["type"] == "entity"}
-    facts = {r["id"]: Fact(r["id"], r["subject"], r["relation"], r["value"], r["kind"], r["as_of"],
-                           tuple(r["passage_ids"])) for r in rows if r["type"] == "fact"}
-    passages = {r["id"]: WorldPassage(r["id"], texts[r["id"]]["title"], texts[r["id"]]["text"], r["year"],
-                                      r["subject"], tuple(r["fact_ids"]), tuple(r["entities"]))
-                for r in rows if r["type"] == "passage"}
-    questions = tuple(WorldQuestion(r["id"], r["question"], r["type"], r["split"], r["head"],
-                                    tuple(f["id"] for f in r["facts"]), tuple(p["question"] for p in r["qa_pairs"]),
-                                    tuple(_split_reference(r["reference"], len(r["facts"]))))
-                      for r in _read(paths[2]))
-    return World(int(head.get("seed", 0)), entities, facts, passages, questions)
-
-
-def _split_reference(text: str, n: int) -> list[str]:
-    parts = re.split(r"(?<=\.) (?=[A-Z])", text)
-    return parts if len(parts) == n else [text]
-
-
-def _read(path: Path) -> list[dict[str, Any]]:
-    out = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}:{n}: not JSON ({exc.msg})", "regenerate the world folder") from exc
-    return out
