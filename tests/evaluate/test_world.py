@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 from flare import build_index, load_corpus, open_index
 from flare.cli.eval_cmd import eval_command
 from flare.errors import InputError
-from flare.evaluate.datasets import load_dataset
+from flare.evaluate.datasets import DATA_ROOT_ENV, DEFAULT_DATA_ROOT, load_dataset
 from flare.evaluate.harness import RESULTS_FILE, read_results, task_of
 from flare.evaluate.world import bridge_misses, generate, load_world, main, write_world
 from flare.evaluate.world_gen import Fact, World, WorldQuestion
@@ -29,7 +30,7 @@ from flare.types import Answer, Citation, Sentence
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "results" / "world" / "data" / "world"
-POOLS = Path("/work/shared/data")
+POOLS = Path(os.environ.get(DATA_ROOT_ENV, DEFAULT_DATA_ROOT))
 
 
 @pytest.fixture(scope="module")
@@ -210,9 +211,14 @@ def test_command_line_errors_are_one_line_without_traceback(tmp_path: Path) -> N
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "invalid int value" in run.stderr
 
 
-def test_load_world_says_what_is_missing(tmp_path: Path) -> None:
+def test_load_world_says_what_is_missing_or_broken(world: World, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not a world folder"):
         load_world(tmp_path)
+    folder = write_world(world, tmp_path / "world")
+    with (folder / "truth.jsonl").open("a") as fh:
+        fh.write('{"type": "fact", "id": \n')
+    with pytest.raises(InputError, match=r"truth.jsonl:\d+: not JSON"):
+        load_world(folder)
 
 
 # -- ground-truth support of hand-built answers --------------------------------------------------
