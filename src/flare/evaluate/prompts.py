@@ -38,6 +38,7 @@ DATASET_PROMPTS: dict[str, str] = {
     "strategyqa": "strategyqa",
     "asqa": "asqa",
     "nq_open": "short",
+    "world": "asqa",  # the fictional long-form world (flare.evaluate.world): paragraph answers, as ASQA
 }
 PROMPT_SETS = ("asqa", "multihop", "short", "strategyqa")
 
