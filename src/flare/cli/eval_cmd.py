@@ -31,6 +31,7 @@ from flare.evaluate.harness import RESULTS_FILE, Job, read_results, run_eval, ta
 from flare.evaluate.methods import expand, parse_value
 from flare.evaluate.prompts import Layout
 from flare.evaluate.report import write_report
+from flare.evaluate.world_score import truth_scores
 
 LAYOUTS: dict[str, Layout | None] = {"auto": None, "plain": "plain", "chatml": "chatml"}
 
@@ -109,7 +110,8 @@ def eval_command(
             ds = load_dataset(name)
             examples = ds.select(limit=limit, offset=offset, seed=seed)
             retriever = ds.retriever(index_cache, progress=not no_progress)
-            jobs.append(Job(ds.name, task_of(ds.name, ds.examples), examples, retriever))
+            truth = truth_scores(ds.folder)
+            jobs.append(Job(ds.name, task_of(ds.name, ds.examples), examples, retriever, truth))
         from flare.lm.registry import resolve_model
 
         lm = resolve_model(model_spec, n_threads=threads, special_tokens=special_tokens)

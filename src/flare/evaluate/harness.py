@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from flare.config import Settings
 from flare.engine.loop import Flare
+from flare.evaluate.citations import citation_scores
 from flare.evaluate.datasets import Example, doc_id
 from flare.evaluate.methods import MethodSpec
 from flare.evaluate.metrics import (
@@ -111,14 +112,23 @@ def failed_scores(task: Task) -> dict[str, float]:
     return {"quality": 0.0, **dict.fromkeys(keys, 0.0)}
 
 
+TruthScores = Callable[[dict[str, Any]], dict[str, float | None]]
+"""Ground-truth figures of one finished record (see :func:`flare.evaluate.world_score.truth_scores`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One dataset to evaluate: its name, task, examples and retriever."""
+    """One dataset to evaluate: its name, task, examples and retriever.
+
+    ``truth``, when the dataset knows which passage states which fact (the evaluation world),
+    adds exact support figures to every record's scores, prefixed ``truth_``.
+    """
 
     dataset: str
     task: Task
     examples: Sequence[Example]
     retriever: Retriever
+    truth: TruthScores | None = None
 
 
 def done_keys(path: Path, *, retry_failed: bool = False) -> set[tuple[str, str, str]]:
@@ -222,6 +232,8 @@ def answer_one(
                    error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8),
                    retrievals=0, lm_calls=0, sentences=0, retrieved_sentences=0, positions=[],
                    gold_recall=None, trace=tracer.traces[-1].to_dict() if tracer.traces else None)
+        if job.truth is not None:
+            rec["scores"].update(job.truth(rec))
         return rec
     trace = tracer.traces[-1].to_dict()
     steps = [s for s in trace["steps"] if s["sentence"]]
@@ -230,7 +242,8 @@ def answer_one(
     rec.update(
         prediction=answer.text, forced=forced, forced_seconds=forced_seconds,
         extracted=extracted, seconds=seconds, stop_reason=answer.stop_reason,
-        scores=score(job.task, ex, answer.text, forced=forced), retrievals=answer.retrievals, lm_calls=answer.lm_calls,
+        scores={**score(job.task, ex, answer.text, forced=forced), **citation_scores(answer)},
+        retrievals=answer.retrievals, lm_calls=answer.lm_calls,
         sentences=len(steps), retrieved_sentences=sum(1 for s in steps if s["queries"]),
         positions=[{"retrieved": bool(s["queries"]), "has_gold": _has_gold(job.task, ex, s["sentence"])}
                    for s in steps],
@@ -238,6 +251,8 @@ def answer_one(
         gold_recall=gold_recall(ex.supporting_ids, retrieved_ids),
         trace=trace,
     )
+    if job.truth is not None:
+        rec["scores"].update(job.truth(rec))
     return rec
 
 

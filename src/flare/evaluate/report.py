@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flare.evaluate.citations import FIGURES as CITATION_FIGURES
 from flare.evaluate.metrics import mean, percentile
 
 QUALITY_NAMES = {"short": "EM", "yesno": "accuracy", "long": "STR-EM"}
@@ -57,8 +58,15 @@ def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         for key in EXTRA_SCORES[task]:
             row[key] = mean(r["scores"].get(key) for r in rs)
+        row["support"] = {key: mean(r["scores"].get(key) for r in rs) for key in support_keys(rs)}
         rows.append(row)
     return rows
+
+
+def support_keys(rs: Sequence[dict[str, Any]]) -> list[str]:
+    """The citation figures, then the ground-truth ones (``truth_…``) that these records have."""
+    truth = sorted({k for r in rs for k in r["scores"] if k.startswith("truth_")})
+    return [*CITATION_FIGURES, *truth]
 
 
 def later_rate(rs: Sequence[dict[str, Any]]) -> float:
@@ -89,8 +97,22 @@ def markdown(rows: Sequence[dict[str, Any]], *, title: str = "flare eval",
                      _f(r["sentences"], 2), _f(r["p50"], 1), _f(r["p95"], 1)]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
+        out += support_markdown(rs)
         out += paired_markdown(records, dataset)
     return "\n".join(out)
+
+
+def support_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Citation and support figures per method (see :mod:`flare.evaluate.citations`)."""
+    keys = [k for k in rows[0]["support"] if any(not math.isnan(r["support"].get(k, math.nan)) for r in rows)]
+    if not keys:
+        return []
+    head = ["method", *(k.replace("truth_", "truth: ").replace("_", " ") for k in keys)]
+    out = ["Citations and support (checker-based; `truth:` columns are exact, from the world's ground truth):", "",
+           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        out.append("| " + " | ".join([r["method"], *(_f(r["support"].get(k)) for k in keys)]) + " |")
+    return [*out, ""]
 
 
 REFERENCE = "single"
@@ -111,12 +133,18 @@ class Paired:
     p_sign: float  # two-sided sign test on wins vs losses
 
 
-def paired(records: Sequence[dict[str, Any]], dataset: str, reference: str = REFERENCE) -> list[Paired]:
-    """Every method of ``dataset`` against ``reference`` per question (empty without the reference)."""
+def paired(
+    records: Sequence[dict[str, Any]], dataset: str, reference: str = REFERENCE, *, metric: str = "quality"
+) -> list[Paired]:
+    """Every method of ``dataset`` against ``reference`` per question (empty without the reference).
+
+    ``metric`` is any score of the records; questions where either side has none are left out.
+    """
     by: dict[str, dict[str, float]] = defaultdict(dict)
     for r in records:
-        if r["dataset"] == dataset:
-            by[r["method"]][r["id"]] = float(r["scores"]["quality"])
+        value = r["scores"].get(metric)
+        if r["dataset"] == dataset and value is not None:
+            by[r["method"]][r["id"]] = float(value)
     base = by.get(reference)
     if not base:
         return []

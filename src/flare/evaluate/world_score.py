@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,25 @@ def judge_record(j: Judge, record: Mapping[str, Any]) -> AnswerVerdict | None:
     if record.get("error") or not trace:
         return None
     return j.judge(str(record["id"]), sentences_from_trace(trace))
+
+
+def truth_scores(folder: Path) -> Callable[[dict[str, Any]], dict[str, float | None]] | None:
+    """For ``flare eval``: the world's ground-truth figures of a record, prefixed ``truth_``.
+
+    None when ``folder`` holds no world (no ``truth.jsonl``). A failed example stated nothing:
+    its fact recall is 0 and its shares are left out (None).
+    """
+    if not (folder / "truth.jsonl").exists():
+        return None
+    j = Judge(load_world(folder))
+
+    def scores(record: dict[str, Any]) -> dict[str, float | None]:
+        verdict = judge_record(j, record)
+        if verdict is None:
+            return {f"truth_{name}": (0.0 if name == "fact_recall" else None) for name in FIGURES}
+        return {f"truth_{name}": value for name, value in verdict.scores().items() if name in FIGURES}
+
+    return scores
 
 
 def summarize(j: Judge, records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
