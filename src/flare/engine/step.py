@@ -186,10 +186,11 @@ class StepContext:
         verdict = check_support(piece.text, docs, lift=lift)
         leaked = exemplar_leaks(piece.text, self.template.header, self.run.question, docs)
         if leaked:
-            verdict = Support("unsupported", (), leaked, 0.0, verdict.lift, verdict.claims)
+            verdict = Support("unsupported", (), leaked, 0.0, verdict.lift, verdict.claims, verdict.details)
         rec.support = verdict.label
         rec.unsupported = list(verdict.unsupported)
         rec.coverage, rec.lift, rec.leaked = verdict.coverage, verdict.lift, list(leaked)
+        rec.claims, rec.evidence = list(verdict.details), [p.id for p in docs]
         return verdict
 
     def relevance(self, query: str, docs: Sequence[Passage]) -> float:

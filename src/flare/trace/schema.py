@@ -47,6 +47,8 @@ class StepRecord:
     coverage: float | None = None
     lift: float | None = None
     leaked: list[str] = field(default_factory=list)
+    claims: list[tuple[str, str, bool, float | None]] = field(default_factory=list)  # text, kind, found, lift
+    evidence: list[str] = field(default_factory=list)  # ids of the passages the sentence was checked against
     verify: str = ""
     rejected: list[str] = field(default_factory=list)  # sentences dropped before acceptance
     timings: dict[str, float] = field(default_factory=dict)  # draft, retrieve, regenerate, questions

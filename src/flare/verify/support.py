@@ -97,6 +97,7 @@ class Support:
     coverage: float = 1.0
     lift: float | None = None
     claims: int = 0
+    details: tuple[tuple[str, str, bool, float | None], ...] = ()  # (claim, kind, found, lift) each
 
     @property
     def passes(self) -> bool:
@@ -225,9 +226,10 @@ def check(
     if not units:
         return Support("no_claims")
     if not passages:
+        details = tuple((c.text, c.kind, False, None) for c in units)
         if any(c.kind != "word" for c in units):
-            return Support("unsupported", (), _spans(sentence, units), 0.0, None, len(units))
-        return Support("no_claims", claims=len(units))
+            return Support("unsupported", (), _spans(sentence, units), 0.0, None, len(units), details)
+        return Support("no_claims", claims=len(units), details=details)
     evidence = [_Evidence(p) for p in passages]
     lifts: list[float | None] = list(lift) if lift is not None else [None] * len(units)
     found_by: list[set[int]] = []
@@ -251,7 +253,8 @@ def check(
     known = [g for g in lifts if g is not None]
     mean_lift = round(sum(known) / len(known), 4) if known else None
     spans = _spans(sentence, missing) if label != "supported" else ()
-    return Support(label, tuple(cited), spans, round(coverage, 4), mean_lift, len(units))
+    details = tuple((c.text, c.kind, bool(h), g) for c, h, g in zip(units, found_by, lifts, strict=True))
+    return Support(label, tuple(cited), spans, round(coverage, 4), mean_lift, len(units), details)
 
 
 def _cover(found_by: Sequence[set[int]], weights: Sequence[float]) -> list[int]:
