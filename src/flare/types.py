@@ -156,11 +156,7 @@ class Answer:
         after the sources says why: which of its words the cited passages do not back, or that
         it was written without the evidence it needed.
         """
-        parts = []
-        for s in self.sentences:
-            marks = "".join(f"[{n}]" for n in s.citations) + (UNVERIFIED_MARK if s.flagged else "")
-            parts.append(_attach(s.text, marks))
-        lines = [_join(parts)]
+        lines = [self.render_body()]
         if self.sources:
             lines += ["", "Sources:"]
             lines += [f"[{c.n}] {c.title or c.passage_id} ({c.passage_id})" for c in self.sources]
@@ -168,6 +164,14 @@ class Answer:
         if notes:
             lines += ["", f"{UNVERIFIED_MARK} Not verified against the sources:", *notes]
         return "\n".join(lines)
+
+    def render_body(self) -> str:
+        """Just the sentences with their ``[n]`` and ``[?]`` marks (what a stream sends first)."""
+        parts = []
+        for s in self.sentences:
+            marks = "".join(f"[{n}]" for n in s.citations) + (UNVERIFIED_MARK if s.flagged else "")
+            parts.append(_attach(s.text, marks))
+        return _join(parts)
 
 
 UNVERIFIED_MARK = "[?]"

@@ -117,3 +117,52 @@ def test_an_answer_that_ends_at_once_is_still_an_answer(index_dir: Path) -> None
     assert answer.json()["stop_reason"] == "end"
     assert chat.status_code == 200 and chat.json()["choices"][0]["message"]["content"] == ""
     assert [e for e, _ in events] == ["done"]
+
+
+WRONG = " Trips need approval 7 working days before departure."  # the policy says five
+
+
+def _verifying_server(index_dir: Path, mode: str) -> LiveServer:
+    lm = scripted()
+    lm.rules[2] = (lm.rules[2][0], ScriptedLM.sentence(WRONG + " And"))
+    engine = Flare(lm, TantivyRetriever(index_dir), Settings(theta=0.5, verify=mode), template=TEMPLATE)  # type: ignore[arg-type]
+    return LiveServer(create_app(engine, keys(), Limits()))
+
+
+def _all_bodies(live: LiveServer) -> dict[str, bytes]:
+    bodies: dict[str, bytes] = {}
+    chat = {"model": "any", "messages": [{"role": "user", "content": QUESTION}]}
+    with live.client(STAFF_KEY) as http:
+        bodies["answers-json"] = http.post("/v1/answers", json={"question": QUESTION}).content
+        with http.stream("POST", "/v1/answers", json={"question": QUESTION, "stream": True}) as s:
+            bodies["answers-sse"] = b"".join(s.iter_raw())
+        bodies["chat-json"] = http.post("/v1/chat/completions", json=chat).content
+        with http.stream("POST", "/v1/chat/completions", json={**chat, "stream": True}) as s:
+            bodies["chat-sse"] = b"".join(s.iter_raw())
+    return bodies
+
+
+def test_a_dropped_sentence_is_in_no_streamed_or_returned_byte(index_dir: Path) -> None:
+    with _verifying_server(index_dir, "drop") as live:
+        bodies = _all_bodies(live)
+    for name, body in bodies.items():
+        assert b"7 working days" not in body, f"a dropped sentence leaked into {name}"
+        assert FIRST.strip()[:-1].encode() in body, name
+
+
+def test_a_flagged_sentence_is_marked_in_every_output(index_dir: Path) -> None:
+    with _verifying_server(index_dir, "flag") as live:
+        bodies = _all_bodies(live)
+    answer = json.loads(bodies["answers-json"])
+    assert answer["sentences"][1]["flagged"] is True and answer["sentences"][1]["unsupported"] == ["7"]
+    assert "departure[1][?]." in answer["rendered"]
+    events = [json.loads(d) for e, d in sse_events(bodies["answers-sse"]) if e == "sentence"]
+    assert events[1]["flagged"] is True and events[1]["rendered"].endswith("[?].")
+    assert events[0]["flagged"] is False and events[0]["support"] == "supported"
+    content = json.loads(bodies["chat-json"])["choices"][0]["message"]["content"]
+    assert "departure[1][?]." in content and '"7" not found in its sources' in content
+    streamed = "".join(
+        json.loads(d)["choices"][0]["delta"].get("content") or ""
+        for _, d in sse_events(bodies["chat-sse"]) if d != "[DONE]" and json.loads(d)["choices"]
+    )  # fmt: skip
+    assert streamed == content  # the chat stream adds up to the same marked answer

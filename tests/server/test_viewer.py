@@ -17,6 +17,7 @@ from flare.engine.loop import Flare
 from flare.retrieve.filters import Filters
 from flare.retrieve.tantivy_index import TantivyRetriever
 from flare.server import Limits, create_app
+from flare.testing.scripted import ScriptedLM
 from flare.trace.tracers import JsonlTracer
 from tests.server.support import (
     DRAFT_SENTINEL,
@@ -149,3 +150,32 @@ def test_viewer_opens_a_trace_file(index_dir: Path, tmp_path: Path, page: Page, 
     assert page.locator("#trace .tok.low").count() == 1
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "viewer-file.png"), full_page=True)
+
+
+def test_viewer_marks_unsupported_words_and_shows_rejected_sentences(
+    index_dir: Path, tmp_path: Path, page: Page, server: LiveServer
+) -> None:
+    """verify=flag: the unbacked number is marked in the sentence; verify=drop: the dropped one is listed."""
+    wrong = " Trips need approval 7 working days before departure."
+    path = tmp_path / "trace.jsonl"
+    for mode in ("flag", "drop"):
+        lm = scripted()
+        lm.rules[2] = (lm.rules[2][0], ScriptedLM.sentence(wrong + " And"))
+        engine = Flare(lm, TantivyRetriever(index_dir), Settings(theta=0.5, verify=mode), template=TEMPLATE,
+                       tracer=JsonlTracer(path))  # fmt: skip
+        engine.answer(QUESTION, filters=Filters.any_of("acl", ["staff"]))
+    page.goto(f"{server.url}/viewer/")
+    page.set_input_files("#trace-file", str(path))
+    page.wait_for_selector("body[data-loaded]")
+    page.select_option("#trace-pick", "0")  # the flagged answer
+    page.wait_for_selector("#trace mark.unsupported")
+    second = page.locator("article.step").nth(1)
+    assert second.locator("mark.unsupported").inner_text() == "7"
+    assert "support-partial" in (second.locator(".support").get_attribute("class") or "")
+    assert "[?]" in page.inner_text(".answer") and "not found in its sources" in page.inner_text(".answer")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "viewer-unsupported.png"), full_page=True)
+    page.select_option("#trace-pick", "1")  # the answer that dropped it
+    page.wait_for_selector("#trace ul.rejected li")
+    assert page.locator("#trace ul.rejected li").first.inner_text() == wrong.strip()
+    assert wrong.strip() not in page.inner_text(".answer")

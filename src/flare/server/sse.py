@@ -8,7 +8,8 @@ draft, because the engine's events carry none. The flare stream (``flare.sse/1``
     event: rewriting        data: {"v": "flare.sse/1", "step": 1}
     event: sentence         data: {"v": "flare.sse/1", "step": 1, "text": "...",
                                    "rendered": "...[1].", "citations": [1], "retrieved": true,
-                                   "grounded": true, "new_sources": [{"n": 1, "id": ..., "title": ...}]}
+                                   "grounded": true, "support": "supported", "unsupported": [],
+                                   "flagged": false, "new_sources": [{"n": 1, "id": ..., "title": ...}]}
     event: done             data: {"v": "flare.sse/1", ...Answer.to_dict()...}
     event: error            data: {"v": "flare.sse/1", "error": {"message", "type", "code"}}
 
@@ -68,6 +69,9 @@ def sentence_dict(event: SentenceAccepted) -> dict[str, Any]:
         "citations": list(s.citations),
         "retrieved": s.retrieved,
         "grounded": s.grounded,
+        "support": s.support,
+        "unsupported": list(s.unsupported),
+        "flagged": s.flagged,
         "new_sources": [source_dict(c) for c in event.new_sources],
     }
 
@@ -77,8 +81,8 @@ def source_dict(c: Citation) -> dict[str, Any]:
 
 
 def marked(sentence: Sentence) -> str:
-    """The sentence with its ``[n]`` markers, exactly as :meth:`Answer.render` writes it."""
-    return Answer("", (sentence,), (), "", "").render()
+    """The sentence with its ``[n]`` (and ``[?]``) marks, exactly as :meth:`Answer.render` writes it."""
+    return Answer("", (sentence,), (), "", "").render_body()
 
 
 class Delta:
@@ -90,13 +94,13 @@ class Delta:
 
     def add(self, sentence: Sentence) -> str:
         self._sentences.append(sentence)
-        body = Answer("", tuple(self._sentences), (), "", "").render()
+        body = Answer("", tuple(self._sentences), (), "", "").render_body()
         if not body.startswith(self._body):  # rendering must only ever append
             raise AssertionError("rendered answer is not an extension of what was sent")
         delta, self._body = body[len(self._body) :], body
         return delta
 
     def finish(self, answer: Answer) -> str:
-        """The rest of the rendered answer (its source list) after the last sentence."""
+        """The rest of the rendered answer (its source list and notes) after the last sentence."""
         full = answer.render()
         return full[len(self._body) :] if full.startswith(self._body) else ""

@@ -106,6 +106,23 @@
     return t;
   }
 
+  // The sentence as text nodes, with each unsupported span wrapped in <mark> (never innerHTML).
+  function highlight(text, spans) {
+    const out = [];
+    let rest = text;
+    spans.filter((x) => x).forEach((span) => {
+      const at = rest.indexOf(span);
+      if (at < 0) return;
+      if (at > 0) out.push(document.createTextNode(rest.slice(0, at)));
+      const mark = el("mark", "unsupported", span);
+      mark.title = "not found in the cited passages";
+      out.push(mark);
+      rest = rest.slice(at + span.length);
+    });
+    out.push(document.createTextNode(rest));
+    return out;
+  }
+
   function renderStep(step) {
     const card = el("article", "step");
     card.dataset.step = String(step.index);
@@ -133,10 +150,24 @@
     }
     card.append(el("h3", null, "Kept sentence"));
     const kept = el("div", "sentence");
-    kept.append(el("span", null, step.sentence || "(nothing committed)"));
+    const spans = step.support === "supported" ? [] : (step.unsupported || []);
+    kept.append(...highlight(step.sentence || "(nothing committed)", spans));
     (step.citations || []).forEach((n) => kept.append(el("span", "cite", `[${n}]`)));
     if (step.grounded === false) kept.append(el("span", "badge decision-cap", "ungrounded"));
+    if (step.support && step.support !== "unchecked") {
+      kept.append(el("span", `badge support support-${step.support}`, step.support));
+    }
+    if (step.verify) kept.append(el("span", "badge", `verify: ${step.verify}`));
     card.append(kept);
+    if ((step.leaked || []).length) {
+      card.append(el("p", "muted", `Names only the prompt's examples contain: ${step.leaked.join(", ")}`));
+    }
+    if ((step.rejected || []).length) {
+      card.append(el("h3", null, "Rejected before acceptance (never shown to the user)"));
+      const list = el("ul", "rejected");
+      step.rejected.forEach((r) => list.append(el("li", null, r)));
+      card.append(list);
+    }
 
     const t = step.timings || {};
     const parts = Object.keys(t).map((k) => `${k} ${(1000 * t[k]).toFixed(0)} ms`);
