@@ -65,9 +65,9 @@ def test_the_report_shows_support_figures_and_pairs_any_metric() -> None:
             _rec("single", "b", unsupported=0.0, truth_cited_unsupported=None),
             _rec("flare", "a", unsupported=0.0, truth_cited_unsupported=0.1),
             _rec("flare", "b", unsupported=0.5, truth_cited_unsupported=0.0)]  # fmt: skip
-    rows = summarise(recs)  # type: ignore[arg-type]
+    rows = summarise(recs)
     assert rows[0]["support"]["unsupported"] == 0.25 and rows[0]["support"]["truth_cited_unsupported"] == 0.4
-    text = markdown(rows, records=recs)  # type: ignore[arg-type]
+    text = markdown(rows, records=recs)
     assert "| method | unsupported | truth: cited unsupported |" in text  # columns with figures only
-    [p] = paired(recs, "world", metric="truth_cited_unsupported")  # type: ignore[arg-type]
+    [p] = paired(recs, "world", metric="truth_cited_unsupported")
     assert p.n == 1 and p.delta == pytest.approx(-0.3)  # question b has no figure for single

@@ -226,7 +226,7 @@ def check(
     if not units:
         return Support("no_claims")
     if not passages:
-        details = tuple((c.text, c.kind, False, None) for c in units)
+        details: tuple[tuple[str, str, bool, float | None], ...] = tuple((c.text, c.kind, False, None) for c in units)
         if any(c.kind != "word" for c in units):
             return Support("unsupported", (), _spans(sentence, units), 0.0, None, len(units), details)
         return Support("no_claims", claims=len(units), details=details)
