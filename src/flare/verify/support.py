@@ -114,7 +114,7 @@ class Thresholds:
     lift: float = 2.0  # nats: a lexically missing content word this much likelier with the passages counts
 
 
-WEIGHTS: Mapping[Kind, float] = {"number": 3.0, "name": 2.0, "word": 1.0}
+WEIGHTS: Mapping[str, float] = {"number": 3.0, "name": 2.0, "word": 1.0}
 DEFAULT = Thresholds()
 
 
@@ -232,29 +232,35 @@ def check(
         return Support("no_claims", claims=len(units), details=details)
     evidence = [_Evidence(p) for p in passages]
     lifts: list[float | None] = list(lift) if lift is not None else [None] * len(units)
-    found_by: list[set[int]] = []
-    for c, gain in zip(units, lifts, strict=True):
-        hits = {i for i, e in enumerate(evidence) if e.backs(c)}
-        if not hits and c.kind == "word" and gain is not None and gain >= thresholds.lift:
-            hits = {-1}  # backed by the passages as a whole (a paraphrase), not by one of them
-        found_by.append(hits)
-    total = sum(WEIGHTS[c.kind] for c in units)
-    found = sum(WEIGHTS[c.kind] for c, h in zip(units, found_by, strict=True) if h)
-    coverage = found / total
-    missing = [c for c, h in zip(units, found_by, strict=True) if not h]
-    critical_missing = any(c.kind != "word" for c in missing)
-    if coverage < thresholds.unsupported:
-        label: Label = "unsupported"
-    elif critical_missing or coverage < thresholds.supported:
-        label = "partial"
-    else:
-        label = "supported"
-    cited = _cover([h - {-1} for h in found_by], [WEIGHTS[c.kind] for c in units])
+    found_by = [{i for i, e in enumerate(evidence) if e.backs(c)} for c in units]
+    details = tuple((c.text, c.kind, bool(h), g) for c, h, g in zip(units, found_by, lifts, strict=True))
+    label, coverage, backed = decide(details, thresholds)
+    cited = _cover(found_by, [WEIGHTS[c.kind] for c in units])
     known = [g for g in lifts if g is not None]
     mean_lift = round(sum(known) / len(known), 4) if known else None
+    missing = [c for c, ok in zip(units, backed, strict=True) if not ok]
     spans = _spans(sentence, missing) if label != "supported" else ()
-    details = tuple((c.text, c.kind, bool(h), g) for c, h, g in zip(units, found_by, lifts, strict=True))
     return Support(label, tuple(cited), spans, round(coverage, 4), mean_lift, len(units), details)
+
+
+def decide(
+    details: Sequence[tuple[str, str, bool, float | None]], thresholds: Thresholds = DEFAULT
+) -> tuple[Label, float, list[bool]]:
+    """The label, the weighted share of claims backed, and which are, from per-claim evidence.
+
+    ``details`` are ``(claim, kind, found in a passage, lift)``, as :attr:`Support.details`
+    records them. A content word no passage spells out counts as backed when its evidence lift
+    reaches ``thresholds.lift`` (a paraphrase); numbers and names must be found.
+    """
+    backed = [found or (kind == "word" and gain is not None and gain >= thresholds.lift)
+              for _, kind, found, gain in details]  # fmt: skip
+    total = sum(WEIGHTS[d[1]] for d in details)
+    coverage = sum(WEIGHTS[d[1]] for d, ok in zip(details, backed, strict=True) if ok) / total
+    if coverage < thresholds.unsupported:
+        return "unsupported", coverage, backed
+    if any(d[1] != "word" and not ok for d, ok in zip(details, backed, strict=True)) or coverage < thresholds.supported:
+        return "partial", coverage, backed
+    return "supported", coverage, backed
 
 
 def _cover(found_by: Sequence[set[int]], weights: Sequence[float]) -> list[int]:
