@@ -7,9 +7,21 @@ from typing import Any, TypeVar
 
 import click
 
-from flare.config import METHODS, QUERY_MODES, TRIGGERS, Settings
+from flare.config import QUERY_MODES, TRIGGERS, Settings
+from flare.engine.methods import check_method, registered_methods
+from flare.errors import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def check_method_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Check ``--method`` against the method table when the command line is parsed (plugins count)."""
+    if value is None:
+        return None
+    try:
+        return check_method(value)
+    except ConfigError as err:
+        raise click.BadParameter(f"{err.message} ({err.hint})", ctx, param) from None
 
 
 def run_options(func: F) -> F:
@@ -19,7 +31,8 @@ def run_options(func: F) -> F:
                      help="gemma3 (default), smollm2, or a path to a .gguf file."),
         click.option("--threads", type=click.IntRange(min=1), default=None,
                      help="CPU threads for the model (default: cores - 1; env FLARE_THREADS)."),
-        click.option("--method", type=click.Choice(METHODS), default="flare", show_default=True),
+        click.option("--method", default="flare", show_default=True, metavar="NAME", callback=check_method_option,
+                     help="Retrieval method: " + ", ".join(registered_methods()) + ", or a registered one."),
         click.option("--theta", type=click.FloatRange(0, 1), default=None,
                      help="Retrieve when a drafted token's probability is below this."),
         click.option("--beta", type=click.FloatRange(0, 1), default=None,

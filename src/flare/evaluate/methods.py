@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from flare.config import METHODS, Settings
+from flare.config import Settings
+from flare.engine.methods import method_entry, registered_methods
 from flare.errors import ConfigError
 
 SHORTHANDS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -60,9 +61,11 @@ def parse_method(spec: str) -> MethodSpec:
         method, preset = SHORTHANDS[key]
         overrides = dict(preset)
     else:
-        method, overrides = key.replace("-", "_"), {}
-        if method not in METHODS:
-            raise ConfigError(f"unknown method {name!r}", f"choose one of: {', '.join(ALL_METHODS)}")
+        try:
+            method, overrides = method_entry(key).name, {}
+        except ConfigError:
+            known = sorted({*ALL_METHODS, *(m.replace("_", "-") for m in registered_methods())})
+            raise ConfigError(f"unknown method {name!r}", f"choose one of: {', '.join(known)}") from None
     given: list[str] = []
     for item in filter(None, (p.strip() for p in rest.split(","))):
         k, eq, v = item.partition("=")
