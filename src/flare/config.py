@@ -11,31 +11,60 @@ wrong and an unsure one right. It only decides when to look things up.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cache
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from flare.errors import ConfigError
 
 Trigger = Literal["min", "mean", "dynamic", "content", "support"]
 QueryMode = Literal["implicit", "explicit"]
-Method = Literal[
-    "flare", "single", "none", "previous_window", "previous_sentence", "decompose", "instruct"
-]
 OnMissing = Literal["stop", "omit", "keep"]
 Verify = Literal["off", "flag", "drop", "retry"]
+VERIFY_ORDER = ("off", "flag", "retry", "drop")
+"""``verify`` from lenient to strict: a server request may only move it right (``stricter``)."""
+Language = Literal["auto", "en", "zh"]
+RequestPolicy = Literal["free", "lower", "stricter", "operator"]
+"""How a server request may set a setting: ``free`` any valid value; ``lower`` only below the
+server's value (budgets; a higher value is clamped); ``stricter`` only towards the strict end of
+an ordered choice (a laxer value is refused); ``operator`` not at all."""
 
-TRIGGERS: tuple[str, ...] = ("min", "mean", "dynamic", "content", "support")
-QUERY_MODES: tuple[str, ...] = ("implicit", "explicit")
-METHODS: tuple[str, ...] = (
-    "flare", "single", "none", "previous_window", "previous_sentence", "decompose", "instruct"
-)
-ON_MISSING: tuple[str, ...] = ("stop", "omit", "keep")
-VERIFY_MODES: tuple[str, ...] = ("off", "flag", "drop", "retry")  # ordered: each is stricter than the last
+TRIGGERS: tuple[str, ...] = get_args(Trigger)
+QUERY_MODES: tuple[str, ...] = get_args(QueryMode)
+ON_MISSING: tuple[str, ...] = get_args(OnMissing)
+
+T = TypeVar("T")
+
+
+def setting(
+    default: T,
+    help: str,
+    *,
+    request: RequestPolicy = "free",
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    order: tuple[str, ...] = (),
+    flags: tuple[str, ...] = (),
+) -> T:
+    """A :class:`Settings` field with what the CLI, the server and the config file need to know.
+
+    ``low``/``high`` bound a number (``low_open``: the bound itself is not allowed); ``order``
+    lists a ``stricter`` choice from lenient to strict (default: the ``Literal``'s order);
+    ``flags`` overrides the CLI spelling (default ``--name-with-dashes``).
+    """
+    meta = {"help": help, "request": request, "low": low, "high": high, "low_open": low_open,
+            "order": order, "flags": flags}  # fmt: skip
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Every knob of the loop. Build with keywords; invalid values raise :class:`ConfigError`.
+
+    Each field carries its help text, its bounds and how a server request may set it
+    (:func:`setting`); :func:`setting_infos` turns them into the CLI options, the server's request
+    fields and the config file's keys, so a new field needs no other code to be reachable.
 
     Example::
 
@@ -44,66 +73,69 @@ class Settings:
         5
     """
 
-    method: Method = "flare"
+    method: str = setting(
+        "flare", "Retrieval method: a name in the method table (flare, single, none, previous_window, "
+        "previous_sentence, decompose, instruct, or a registered one).")
     # When to retrieve (M2): "min" = any token p < theta; "mean" = mean(p) < theta, i.e.
     # mean(1-p) > 1-theta; "dynamic" = theta for fact-dense sentences (numbers, dates, names)
     # and theta_prose for connective prose; "content" = the min rule over content words only;
     # "support" (beyond the paper, C6) = draft with the question's documents and retrieve only
     # when the support checker finds the draft unsupported by them (theta is not used).
-    theta: float = 0.8
-    trigger: Trigger = "min"
-    theta_prose: float = 0.4
+    theta: float = setting(0.8, "Retrieve when a drafted token's probability is below this (0 never, 1 always).",
+                           low=0, high=1)
+    trigger: Trigger = setting("min", "Trigger rule: min (paper), mean, dynamic (theta for fact-dense "
+                               "sentences, theta_prose otherwise), content (content words only) or support "
+                               "(retrieve when the question's documents do not back the draft).")
+    theta_prose: float = setting(0.4, "The dynamic trigger's theta for sentences without numbers or names.",
+                                 low=0, high=1)
     # What to ask (M3/M4): tokens with p < beta are masked (implicit) or become question targets.
-    beta: float = 0.4
-    query: QueryMode = "implicit"
-    query_with_question: bool = False
-    k: int = 3
-    keep_first_docs: bool = False  # M5 "combine single- and multi-time retrieval"
+    beta: float = setting(0.4, "Mask drafted words below this probability when forming the query.", low=0, high=1)
+    query: QueryMode = setting("implicit", "Query from the masked draft (implicit) or LM-written questions "
+                               "(explicit).")
+    query_with_question: bool = setting(False, "Prefix every follow-up query with the question.")
+    k: int = setting(3, "Passages per retrieval.", request="lower", low=1, high=20, flags=("-k", "--k"))
+    keep_first_docs: bool = setting(False, "Keep the question's documents in every later prompt (M5).")
     # M10 option: keep the draft (marked ungrounded) when the new documents back less than
     # min_relevance of the query's words (the support checker's coverage: any retriever, 0..1).
-    conditional_commit: bool = False
-    min_relevance: float = 0.5
-    on_missing: OnMissing = "stop"  # C3: nothing found for a gap -> end the answer, skip it, or keep it marked
+    conditional_commit: bool = setting(
+        False, "Keep the draft (marked ungrounded) when the new documents back too little of the query.")
+    min_relevance: float = setting(0.5, "Share of the query's words the new documents must back (conditional "
+                                   "commit).", low=0, high=1)
+    on_missing: OnMissing = setting("stop", "When a search finds nothing: stop the answer, omit the sentence and "
+                                    "go on, or keep the draft marked ungrounded.")
     # C5/C6: check every sentence against the passages it cites. "flag" marks unsupported ones,
     # "drop" removes them before they are accepted, "retry" searches once more with the question
     # and the unsupported words and rewrites the sentence, then does what retry_then says.
-    verify: Verify = "off"
-    retry_then: Literal["flag", "drop"] = "flag"
-    evidence_lift: bool = True  # use the model's evidence lift too, when the backend can score
-    repeat_ngram: int = 4  # cut a sentence where a run of this many words repeats (0: never)
+    verify: Verify = setting("off", "Check each sentence against its passages: off, flag (mark unsupported "
+                             "ones), drop (remove them) or retry (search again once, then retry_then).",
+                             request="stricter", order=VERIFY_ORDER)
+    retry_then: Literal["flag", "drop"] = setting("flag", "After a retry that still fails: flag or drop.",
+                                                  request="stricter")
+    evidence_lift: bool = setting(True, "Let the model's evidence lift back paraphrased words (when the backend "
+                                  "can score).")
+    repeat_ngram: int = setting(4, "Cut a sentence where a run of this many words repeats (0: never).", low=0)
     # Budgets (C2). Each cap exists so a single question can never run away with the machine.
-    max_retrievals: int = 8
-    max_retries_per_gap: int = 1
-    max_output_tokens: int = 256
-    max_sentences: int = 12
-    max_seconds: float = 120.0
-    max_sentence_tokens: int = 64  # the paper's look-ahead length; we also stop at sentence end
-    window_tokens: int = 16  # the previous-window baseline retrieves every l=16 tokens (paper)
-    language: Literal["auto", "en", "zh"] = "auto"
+    max_retrievals: int = setting(8, "Most searches per answer.", request="lower", low=0)
+    max_retries_per_gap: int = setting(1, "Most searches for the same information gap.", request="lower", low=0)
+    max_output_tokens: int = setting(256, "Most tokens in the answer.", request="lower", low=1)
+    max_sentences: int = setting(12, "Most sentences in the answer.", request="lower", low=1)
+    max_seconds: float = setting(120.0, "Wall-time budget of one answer, in seconds.", request="lower",
+                                 low=0, low_open=True)
+    # The paper's look-ahead length; we also stop at sentence end.
+    max_sentence_tokens: int = setting(64, "Most tokens per drafted sentence.", request="lower", low=1)
+    # The previous-window baseline retrieves every l=16 tokens (paper).
+    window_tokens: int = setting(16, "Tokens per window of the previous_window method.", low=1)
+    language: Language = setting("auto", "Answer language for sentence splitting: auto, en or zh.")
 
     def __post_init__(self) -> None:
-        _check_choice("method", self.method, METHODS)
-        _check_choice("trigger", self.trigger, TRIGGERS)
-        _check_choice("query", self.query, QUERY_MODES)
-        _check_choice("on_missing", self.on_missing, ON_MISSING)
-        _check_choice("verify", self.verify, VERIFY_MODES)
-        _check_choice("retry_then", self.retry_then, ("flag", "drop"))
-        _check_choice("language", self.language, ("auto", "en", "zh"))
-        for name in ("theta", "theta_prose", "beta", "min_relevance"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"{name}={value} is out of range", f"{name} is a probability in [0, 1]")
-        for name in ("k", "max_sentences", "max_output_tokens", "max_sentence_tokens", "window_tokens"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1", f"set {name} to a positive integer")
-        for name in ("max_retrievals", "max_retries_per_gap", "repeat_ngram"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must not be negative", "use 0 to disable, or a positive integer")
-        if self.max_seconds <= 0:
-            raise ConfigError("max_seconds must be positive", "give a time budget in seconds, e.g. 60")
+        if not isinstance(self.method, str) or not self.method.strip():
+            raise ConfigError("method must be a method name", "e.g. flare, single, none, instruct")
+        for info in setting_infos():
+            value = info.check(getattr(self, info.name))
+            object.__setattr__(self, info.name, value)  # an int given for a float becomes a float
 
     def with_overrides(self, **changes: Any) -> Settings:
-        """A copy with some fields changed; unknown names raise :class:`ConfigError`."""
+        """A copy with some fields changed (``None`` leaves a field as is); unknown names raise."""
         known = {f.name for f in fields(self)}
         unknown = sorted(set(changes) - known)
         if unknown:
@@ -114,6 +146,115 @@ class Settings:
         return asdict(self)
 
 
-def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ConfigError(f"{name}={value!r} is not a valid choice", f"choose one of: {', '.join(allowed)}")
+@dataclass(frozen=True, slots=True)
+class SettingInfo:
+    """One row of the settings table, derived from a :class:`Settings` field and its metadata."""
+
+    name: str
+    kind: type  # bool, int, float or str
+    default: Any
+    help: str
+    request: RequestPolicy
+    choices: tuple[str, ...] = ()  # a Literal's values, in order
+    order: tuple[str, ...] = ()  # a ``stricter`` choice, lenient to strict
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    flags: tuple[str, ...] = ()
+
+    @property
+    def env(self) -> str:
+        """The environment variable that sets it: ``FLARE_THETA`` for ``theta``."""
+        return f"FLARE_{self.name.upper()}"
+
+    @property
+    def example(self) -> str:
+        """The default as one would write it in a config file or on the command line."""
+        return str(self.default).lower() if self.kind is bool else str(self.default)
+
+    def check(self, value: Any) -> Any:
+        """``value`` if it has the right type, is in range and among the choices; else ConfigError."""
+        n = self.name
+        if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, self.kind) or (self.kind is not bool and isinstance(value, bool)):
+            raise ConfigError(f"{n}={value!r} is not {_KIND_WORDS[self.kind]}", f"e.g. {n}={self.example}")
+        if self.choices and value not in self.choices:
+            raise ConfigError(f"{n}={value!r} is not a valid choice", f"choose one of: {', '.join(self.choices)}")
+        if self.kind in (int, float):
+            number = float(value)  # type: ignore[arg-type]  # value is an int or a float here
+            low_ok = self.low is None or number > self.low or (number == self.low and not self.low_open)
+            if not low_ok or (self.high is not None and number > self.high):
+                raise ConfigError(f"{n}={value} is out of range", self._range_hint())
+        return value
+
+    def parse(self, text: str) -> Any:
+        """A value from text (an environment variable, ``--set``, an eval spec), then :meth:`check`."""
+        raw = text.strip()
+        value: Any = raw
+        if self.kind is bool:
+            if raw.lower() not in _BOOLS:
+                raise ConfigError(f"{self.name}={text!r} is not true or false", f"e.g. {self.name}=true")
+            value = _BOOLS[raw.lower()]
+        elif self.kind in (int, float):
+            try:
+                value = self.kind(raw)
+            except ValueError:
+                raise ConfigError(f"{self.name}={text!r} is not {_KIND_WORDS[self.kind]}",
+                                  f"e.g. {self.name}={self.example}") from None  # fmt: skip
+        return self.check(value)
+
+    def _range_hint(self) -> str:
+        if (self.low, self.high) == (0, 1):
+            return f"{self.name} is a probability in [0, 1]"
+        if self.low is not None and self.high is not None:
+            return f"{self.name} is between {self.low:g} and {self.high:g}"
+        if self.low_open:
+            return f"give {self.name} a value above {self.low:g}"
+        if self.low == 0:
+            return f"{self.name} must not be negative; use 0 to disable, or a positive integer"
+        return f"{self.name} must be at least {self.low:g}"
+
+
+_KIND_WORDS: dict[type, str] = {bool: "true or false", int: "an integer", float: "a number", str: "text"}
+_BOOLS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
+
+
+@cache
+def setting_infos() -> tuple[SettingInfo, ...]:
+    """The settings table, in field order: what the CLI, the server and the config file offer."""
+    hints = get_type_hints(Settings)
+    out = []
+    for f in fields(Settings):
+        hint, meta = hints[f.name], f.metadata
+        choices: tuple[str, ...] = get_args(hint) if get_origin(hint) is Literal else ()
+        kind = str if choices else hint
+        if kind not in _KIND_WORDS:
+            raise TypeError(f"Settings.{f.name}: {hint} is not bool, int, float, str or a Literal of str")
+        request = meta.get("request", "operator")  # a field without metadata stays off requests
+        order = tuple(meta.get("order") or choices)
+        if request == "stricter" and not order:
+            raise TypeError(f"Settings.{f.name}: a 'stricter' setting needs an ordered choice")
+        out.append(SettingInfo(
+            name=f.name, kind=kind, default=f.default, help=meta.get("help", ""), request=request,
+            choices=choices, order=order, low=meta.get("low"), high=meta.get("high"),
+            low_open=meta.get("low_open", False),
+            flags=tuple(meta.get("flags") or (f"--{f.name.replace('_', '-')}",)),
+        ))  # fmt: skip
+    return tuple(out)
+
+
+def setting_info(name: str) -> SettingInfo:
+    """The table row of one setting; an unknown name raises :class:`ConfigError` with a suggestion."""
+    for info in setting_infos():
+        if info.name == name:
+            return info
+    raise ConfigError(f"unknown setting {name!r}", _suggest(name))
+
+
+def _suggest(name: str) -> str:
+    import difflib
+
+    names = [i.name for i in setting_infos()]
+    close = difflib.get_close_matches(name, names, n=1)
+    return f"did you mean {close[0]!r}?" if close else f"known settings: {', '.join(names)}"

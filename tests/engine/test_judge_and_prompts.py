@@ -66,7 +66,7 @@ def test_settings_validation() -> None:
     with pytest.raises(ConfigError, match="theta"):
         Settings(theta=1.5)
     with pytest.raises(ConfigError, match="method"):
-        Settings(method="magic")  # type: ignore[arg-type]
+        Settings(method=" ")
     with pytest.raises(ConfigError, match="unknown setting"):
         Settings().with_overrides(thetta=0.3)
     with pytest.raises(ConfigError, match="max_retrievals"):

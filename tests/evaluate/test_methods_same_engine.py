@@ -111,6 +111,6 @@ def test_instruct_without_logit_bias_support_still_runs() -> None:
 
 
 def test_every_policy_is_registered() -> None:
-    from flare.engine.policies import POLICIES
+    from flare.engine.methods import registered_methods
 
-    assert {"previous_window", "previous_sentence", "decompose", "instruct"} <= set(POLICIES)
+    assert {"previous_window", "previous_sentence", "decompose", "instruct"} <= set(registered_methods())

@@ -10,7 +10,6 @@ import click
 
 from flare.cli.narrate import KeepLast, narrate
 from flare.cli.options import run_options, settings_from
-from flare.config import Settings
 from flare.engine.loop import Flare
 from flare.lm.registry import resolve_model
 from flare.retrieve.filters import Filters
@@ -44,10 +43,10 @@ def ask(
     **opts: Any,
 ) -> None:
     """Answer QUESTION from the passages in --index, citing them."""
+    settings = settings_from(opts)  # a bad config file or FLARE_* variable fails first, cheaply
     flt = Filters.parse(filters)
     retriever = open_retriever(index_spec)
     retriever.search("", k=0, filters=flt)  # rejects unknown filter fields before the model loads
-    settings = settings_from(Settings(), opts)
     lm = resolve_model(model_spec, n_threads=threads)
     tracer: Tracer = (
         JsonlTracer(trace_path, record_content=trace_content) if trace_path else NullTracer()

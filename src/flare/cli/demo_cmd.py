@@ -10,7 +10,6 @@ import click
 
 from flare.cli.narrate import KeepLast, narrate
 from flare.cli.options import run_options, settings_from
-from flare.config import Settings
 from flare.engine.loop import Flare
 from flare.lm.registry import resolve_model
 from flare.retrieve.corpus import load_corpus
@@ -40,7 +39,7 @@ def demo(workdir: Path, model_spec: str | None, threads: int | None, **opts: Any
     engine = Flare(
         resolve_model(model_spec, n_threads=threads),
         TantivyRetriever(index_dir),
-        settings_from(Settings(), opts),
+        settings_from(opts),
         tracer=(keep := KeepLast(JsonlTracer(trace_path))),
     )
     permissions = Filters.any_of("acl", ["staff"])

@@ -24,11 +24,13 @@ from typing import Any
 
 import click
 
-from flare.config import Settings
+from flare.cli.options import flag_values, setting_options
+from flare.config import Settings, setting_info
+from flare.config_file import configured_values
 from flare.errors import ConfigError
 from flare.evaluate.datasets import DEFAULT_INDEX_CACHE, load_dataset
 from flare.evaluate.harness import RESULTS_FILE, Job, read_results, run_eval, task_of
-from flare.evaluate.methods import expand, parse_value
+from flare.evaluate.methods import expand
 from flare.evaluate.prompts import Layout
 from flare.evaluate.report import write_report
 from flare.evaluate.world_score import truth_scores
@@ -59,11 +61,8 @@ LAYOUTS: dict[str, Layout | None] = {"auto": None, "plain": "plain", "chatml": "
                    "safe here because evaluation passages are a trusted, fixed pool.")
 @click.option("--layout", type=click.Choice(["auto", "plain", "chatml"]), default="auto", show_default=True,
               help="Prompt layout: chat turns (chatml) or one few-shot text (plain); auto follows the model.")
-@click.option("--theta", type=click.FloatRange(0, 1), default=None, help="θ for every method (specs override).")
-@click.option("--beta", type=click.FloatRange(0, 1), default=None, help="β for every method (specs override).")
-@click.option("-k", "--k", type=click.IntRange(min=1, max=20), default=None, help="Passages per retrieval.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Any other setting for every method, e.g. --set max_output_tokens=128. Repeatable.")
+              help="Any setting for every method, e.g. --set max_output_tokens=128 (same as its flag). Repeatable.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True,
               help="Report directory: results.jsonl, report.md and plots.")
 @click.option("--index-cache", type=click.Path(path_type=Path), default=DEFAULT_INDEX_CACHE, show_default=True,
@@ -74,6 +73,7 @@ LAYOUTS: dict[str, Layout | None] = {"auto": None, "plain": "plain", "chatml": "
 @click.option("--retry-failed", is_flag=True, help="Run failed examples again instead of keeping them as wrong.")
 @click.option("--report-only", is_flag=True, help="Only rewrite the report from OUT/results.jsonl.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@setting_options(exclude={"method"})
 def eval_command(
     datasets: tuple[str, ...],
     methods: tuple[str, ...],
@@ -86,9 +86,6 @@ def eval_command(
     threads: int | None,
     special_tokens: bool,
     layout: str,
-    theta: float | None,
-    beta: float | None,
-    k: int | None,
     sets: tuple[str, ...],
     out_dir: Path,
     index_cache: Path,
@@ -96,11 +93,18 @@ def eval_command(
     retry_failed: bool,
     report_only: bool,
     no_progress: bool,
+    config_path: Path | None,
+    **opts: Any,
 ) -> None:
-    """Evaluate methods on datasets; resumable, writes OUT/report.md and plots."""
+    """Evaluate methods on datasets; resumable, writes OUT/report.md and plots.
+
+    Settings for every method come from the config file, the environment, the setting flags and
+    ``--set``, in that order; they override the paper's per-dataset settings, and a method
+    spec's own settings (``flare:theta=0.4``) override them all.
+    """
     specs = expand(methods, ablations, sweeps)
-    overrides = _overrides(sets, theta=theta, beta=beta, k=k)
-    Settings().with_overrides(**overrides)  # fail on a bad --set before loading anything
+    overrides = {**configured_values(config_path), **flag_values(opts), **_set_values(sets)}
+    Settings(**overrides)  # fail on a bad setting before loading anything
     out_dir.mkdir(parents=True, exist_ok=True)
     if not report_only:
         with (out_dir / "commands.txt").open("a", encoding="utf-8") as fh:
@@ -155,13 +159,16 @@ def _command_line(ctx: click.Context) -> str:
     return shlex.join(parts)
 
 
-def _overrides(sets: tuple[str, ...], **flags: Any) -> dict[str, Any]:
-    out = {k: v for k, v in flags.items() if v is not None}
+def _set_values(sets: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for item in sets:
         key, eq, value = item.partition("=")
         if not eq:
             raise ConfigError(f"bad --set {item!r}", "write KEY=VALUE, e.g. --set max_output_tokens=128")
-        out[key.strip()] = parse_value(value.strip())
+        try:
+            out[key.strip()] = setting_info(key.strip()).parse(value)
+        except ConfigError as err:
+            raise ConfigError(f"--set {item}: {err.message}", err.hint) from None
     return out
 
 

@@ -8,7 +8,6 @@ from typing import Any
 import click
 
 from flare.cli.options import run_options, settings_from
-from flare.config import Settings
 from flare.errors import ConfigError
 
 
@@ -74,8 +73,9 @@ def serve(
 ) -> None:
     """Serve answers over HTTP: /v1/answers, /v1/chat/completions, /v1/traces, /viewer, /metrics.
 
-    The run options (--max-seconds, --max-retrievals, --max-sentences, …) are the defaults and
-    the maxima of every request: a request may lower its budgets, never raise them.
+    The run options (flags, --config file, FLARE_* variables) are the defaults of every request;
+    budgets (--max-seconds, --max-retrievals, --max-sentences, -k, …) are also its maxima: a
+    request may lower them, never raise them.
     """
     try:
         import uvicorn
@@ -92,9 +92,9 @@ def serve(
     from flare.retrieve.registry import open_retriever
     from flare.trace.tracers import JsonlTracer
 
+    settings = settings_from(opts)
     keys = KeyStore.load(keys_path)
     retriever = open_retriever(index_spec)
-    settings = settings_from(Settings(), opts)
     limits = Limits(
         max_concurrency=max_concurrency,
         max_body_bytes=max_body_bytes,

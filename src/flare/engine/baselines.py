@@ -28,10 +28,9 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from flare.engine import policies  # a module import: policies.py imports this module back
 from flare.engine.events import Event, Rewriting, Searching
 from flare.engine.sentences import ends_sentence, first_sentence_end
-from flare.engine.step import Commit, Outcome, Piece, StepContext, first_piece
+from flare.engine.step import Commit, Piece, StepContext, StepGen, first_piece, initial_step
 from flare.types import Completion, Passage, TokenLogprob
 
 SEARCH_TAG = re.compile(r"\[Search\((.*?)\)\]", re.DOTALL)
@@ -41,8 +40,6 @@ SEARCH_BIAS = 2.0  # the paper's boost for "[" so the small model actually asks 
 FORBID_BIAS = -100.0  # "[" is effectively impossible for FORBID_TOKENS tokens after a search
 FORBID_TOKENS = 4
 MAX_SEARCHES_PER_SENTENCE = 2  # a model that tags every few tokens cannot loop forever
-
-StepGen = Generator[Event, None, Outcome]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +71,7 @@ class PreviousSentence:
 
     def step(self, ctx: StepContext) -> StepGen:
         if ctx.index == 0:
-            return (yield from policies.initial_step(ctx))
+            return (yield from initial_step(ctx))
         ctx.record.kind = "previous"
         found = yield from _search_docs(ctx, ctx.run.sentences[-1].text)
         yield Rewriting(ctx.index)
@@ -97,7 +94,7 @@ class Decompose:
 
     def step(self, ctx: StepContext) -> StepGen:
         if ctx.index == 0:
-            outcome = yield from policies.initial_step(ctx)
+            outcome = yield from initial_step(ctx)
             self.docs = ctx.run.first_docs
             return outcome
         previous = ctx.run.sentences[-1].text

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from flare.config import Settings
 from flare.engine.events import Event, Finished, SentenceAccepted
 from flare.engine.metered import MeteredLM
-from flare.engine.policies import policy_for
+from flare.engine.methods import check_method, policy_for
 from flare.engine.prompts import PromptTemplate
 from flare.engine.step import OMIT, Commit, RunState, StepContext
 from flare.engine.verification import verify
@@ -63,6 +63,7 @@ class Flare:
         self.lm = lm
         self.retriever = retriever
         self.settings = settings or Settings()
+        check_method(self.settings.method)  # an unknown method fails here, not at the first answer
         self.template = template or PromptTemplate.for_model(getattr(lm, "chat_template", None))
         self.tracer: Tracer = tracer or NullTracer()
 

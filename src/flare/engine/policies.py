@@ -1,9 +1,9 @@
 """Retrieval policies: *when* and *with what* each method retrieves, over one shared loop.
 
-A policy produces one sentence per call of :meth:`Policy.step`, using only
+A policy produces one sentence per call of :meth:`~flare.engine.step.Policy.step`, using only
 :class:`~flare.engine.step.StepContext` (generate, search, capped). Prompts, exemplars, ``k``
 and the documents format are the loop's, so methods differ only in their retrieval decisions
-(M9). Register a new method with :func:`register_policy`.
+(M9). Register a new method with :func:`flare.engine.methods.register_policy`.
 
 Built in:
 
@@ -15,49 +15,15 @@ Built in:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator
-from typing import Protocol
 
-from flare.config import Settings
-from flare.engine import baselines
-from flare.engine.events import Event, Rewriting, Searching
+from flare.engine.events import Rewriting, Searching
 from flare.engine.judge import judge
-from flare.engine.step import OMIT, Commit, Outcome, Piece, StepContext, dedupe
-from flare.errors import ConfigError
+from flare.engine.step import OMIT, Commit, Outcome, Piece, StepContext, StepGen, dedupe, initial_step
 from flare.query.explicit import ask_questions, low_spans
 from flare.query.implicit import masked_query
 from flare.text import content_words, fold, join_words, words
 
-StepGen = Generator[Event, None, Outcome]
 MIN_QUERY_WORDS = 2  # fewer content words than this and a masked draft is not a query
-
-
-class Policy(Protocol):
-    """Decides when and what to retrieve for each sentence."""
-
-    name: str
-    needs_logprobs: bool
-
-    def step(self, ctx: StepContext) -> StepGen:
-        """Produce one sentence (yielding progress events), or return why the answer stops."""
-        ...
-
-
-def initial_step(ctx: StepContext) -> StepGen:
-    """M5: the first sentence is generated from documents retrieved with the question."""
-    ctx.record.kind = "initial"
-    if ctx.retrievals_left < 1:
-        return ctx.capped(ctx.generate([], "generate"), "max_retrievals")
-    yield Searching(ctx.index, 1)
-    hits = ctx.search([ctx.run.question])
-    if not hits:
-        ctx.record.decision = "no_evidence"
-        if ctx.settings.on_missing == "stop":
-            return "no_evidence"
-        return Commit(ctx.generate([], "generate"), (), False, False)  # omit: nothing to skip to
-    ctx.run.first_docs = [h.passage for h in hits]
-    ctx.record.decision = "retrieve"
-    return Commit(ctx.generate(ctx.run.first_docs, "generate"), ctx.run.first_docs, True, True)
 
 
 class NoRetrieval:
@@ -194,30 +160,3 @@ def _without(query: str, drop: frozenset[str]) -> str:
     if not drop:
         return query
     return join_words(w for w in words(query) if fold(w) not in drop)
-
-
-POLICIES: dict[str, Callable[[Settings], Policy]] = {
-    "flare": lambda s: FlareDirect(),
-    "single": lambda s: SingleRetrieval(),
-    "none": lambda s: NoRetrieval(),
-    "previous_window": lambda s: baselines.PreviousWindow(),
-    "previous_sentence": lambda s: baselines.PreviousSentence(),
-    "decompose": lambda s: baselines.Decompose(),
-    "instruct": lambda s: baselines.Instruct(),
-}
-
-
-def register_policy(name: str, factory: Callable[[Settings], Policy]) -> None:
-    """Make ``factory`` available as ``Settings(method=name)``."""
-    POLICIES[name] = factory
-
-
-def policy_for(settings: Settings) -> Policy:
-    """The policy that ``settings.method`` names."""
-    try:
-        return POLICIES[settings.method](settings)
-    except KeyError:
-        raise ConfigError(
-            f"method {settings.method!r} is not available",
-            f"choose one of: {', '.join(sorted(POLICIES))}",
-        ) from None

@@ -1,19 +1,21 @@
-"""What a retrieval policy may do inside one step: generate, search, and hit a cap.
+"""What a retrieval policy is, and what it may do inside one step: generate, search, hit a cap.
 
 The loop (:mod:`flare.engine.loop`) owns the answer's state, budgets, commits and the trace; a
-policy (:mod:`flare.engine.policies`) decides *when* and *with what* to retrieve, using only the
-operations of :class:`StepContext`. Searches always run under the run's filters, which a policy
-cannot see or change.
+:class:`Policy` decides *when* and *with what* to retrieve, using only the operations of
+:class:`StepContext`. Searches always run under the run's filters, which a policy cannot see or
+change. The built-in policies live in :mod:`flare.engine.policies` and
+:mod:`flare.engine.baselines`; :mod:`flare.engine.methods` maps method names to them.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from flare.config import Settings
+from flare.engine.events import Event, Searching
 from flare.engine.metered import MeteredLM
 from flare.engine.prompts import PromptTemplate
 from flare.engine.sentences import ends_sentence, first_sentence_end
@@ -56,6 +58,9 @@ Outcome = str | Commit
 
 OMIT = "omit"
 """A step's outcome when its sentence is skipped and the answer goes on (``on_missing="omit"``)."""
+
+StepGen = Generator[Event, None, Outcome]
+"""A policy's step: yields progress events, returns its :data:`Outcome`."""
 
 
 @dataclass(slots=True)
@@ -243,6 +248,51 @@ class StepContext:
         self.run.note_cap(cap)
         self.record.decision = f"cap:{cap}"
         return Commit(piece, (), False, False)
+
+
+class Policy(Protocol):
+    """Decides when and what to retrieve for each sentence of one answer.
+
+    A fresh policy is made for every answer (see :func:`flare.engine.methods.register_policy`),
+    so it may keep per-answer state. ``needs_logprobs`` says whether it reads token
+    probabilities; the engine refuses to run it on a model without them (unless θ=0).
+
+    Example, a policy that retrieves with the question before every sentence::
+
+        class AlwaysQuestion:
+            name = "always_question"
+            needs_logprobs = False
+
+            def step(self, ctx: StepContext) -> StepGen:
+                yield Searching(ctx.index, 1)
+                docs = [h.passage for h in ctx.search([ctx.run.question])]
+                ctx.record.kind, ctx.record.decision = "always_question", "retrieve"
+                return Commit(ctx.generate(docs, "generate"), docs, True, bool(docs))
+    """
+
+    name: str
+    needs_logprobs: bool
+
+    def step(self, ctx: StepContext) -> StepGen:
+        """Produce one sentence (yielding progress events), or return why the answer stops."""
+        ...
+
+
+def initial_step(ctx: StepContext) -> StepGen:
+    """M5: the first sentence is generated from documents retrieved with the question."""
+    ctx.record.kind = "initial"
+    if ctx.retrievals_left < 1:
+        return ctx.capped(ctx.generate([], "generate"), "max_retrievals")
+    yield Searching(ctx.index, 1)
+    hits = ctx.search([ctx.run.question])
+    if not hits:
+        ctx.record.decision = "no_evidence"
+        if ctx.settings.on_missing == "stop":
+            return "no_evidence"
+        return Commit(ctx.generate([], "generate"), (), False, False)
+    ctx.run.first_docs = [h.passage for h in hits]
+    ctx.record.decision = "retrieve"
+    return Commit(ctx.generate(ctx.run.first_docs, "generate"), ctx.run.first_docs, True, True)
 
 
 def first_piece(completion: Completion) -> Piece:

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from flare.config import METHODS, Settings
+from flare.config import Settings, setting_info
+from flare.engine.methods import method_entry, registered_methods
 from flare.errors import ConfigError
 
 SHORTHANDS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -60,33 +61,25 @@ def parse_method(spec: str) -> MethodSpec:
         method, preset = SHORTHANDS[key]
         overrides = dict(preset)
     else:
-        method, overrides = key.replace("-", "_"), {}
-        if method not in METHODS:
-            raise ConfigError(f"unknown method {name!r}", f"choose one of: {', '.join(ALL_METHODS)}")
+        try:
+            method, overrides = method_entry(key).name, {}
+        except ConfigError:
+            known = sorted({*ALL_METHODS, *(m.replace("_", "-") for m in registered_methods())})
+            raise ConfigError(f"unknown method {name!r}", f"choose one of: {', '.join(known)}") from None
     given: list[str] = []
     for item in filter(None, (p.strip() for p in rest.split(","))):
         k, eq, v = item.partition("=")
         if not eq:
             raise ConfigError(f"bad setting {item!r} in method {spec!r}", "write key=value, e.g. flare:theta=0.4")
-        overrides[k.strip()] = parse_value(v.strip())
+        try:
+            overrides[k.strip()] = setting_info(k.strip()).parse(v)
+        except ConfigError as err:
+            raise ConfigError(f"method {spec!r}: {err.message}", err.hint) from None
         given.append(f"{k.strip()}={v.strip()}")
     label = f"{key}:{','.join(given)}" if given else key
     ms = MethodSpec(label, method, tuple(overrides.items()))
     ms.settings(Settings())  # validate names and ranges now, not after the model has loaded
     return ms
-
-
-def parse_value(text: str) -> Any:
-    """``true``/``false`` → bool, integers → int, decimals → float, anything else stays text."""
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def expand(methods: tuple[str, ...], ablations: tuple[str, ...], sweeps: tuple[str, ...]) -> list[MethodSpec]:

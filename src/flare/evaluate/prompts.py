@@ -23,12 +23,13 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
+from flare.engine.methods import PromptStyle, prompt_style
 from flare.engine.prompts import PromptTemplate
 from flare.errors import ConfigError
 from flare.types import Passage
 
 Layout = Literal["plain", "chatml"]
-Style = Literal["answer", "decompose", "instruct"]
+Style = PromptStyle
 
 # Which exemplar set each bundled dataset uses; other datasets get the multi-hop set.
 DATASET_PROMPTS: dict[str, str] = {
@@ -101,9 +102,5 @@ def layout_for(chat_template: str | None) -> Layout:
 
 
 def style_for(method: str) -> Style:
-    """The exemplar annotation a method needs: follow-ups, search tags, or plain answers."""
-    if method == "decompose":
-        return "decompose"
-    if method == "instruct":
-        return "instruct"
-    return "answer"
+    """The exemplar annotation a method needs (from the method table): follow-ups, search tags, or plain answers."""
+    return prompt_style(method)

@@ -4,7 +4,8 @@ The question is the last user message; earlier turns and system messages are not
 answers one question from the index). ``max_tokens`` / ``max_completion_tokens`` lower the
 output budget; sampling knobs (``temperature``, ``top_p``, …) are accepted and ignored because
 decoding is greedy. flare extensions travel in the body (``extra_body`` in the OpenAI SDK):
-``filters``, ``max_seconds``, ``max_retrievals``, ``max_sentences``. The reply's content is the
+``filters`` and every setting a request may choose (``max_seconds``, ``theta``, ``method`` …, see
+:mod:`flare.server.request_settings`). The reply's content is the
 rendered answer with ``[n]`` markers and its source list; ``flare`` holds the structured answer.
 """
 
@@ -36,6 +37,7 @@ from flare.server.common import (
 )
 from flare.server.errors import ApiError
 from flare.server.limits import Limits
+from flare.server.request_settings import request_values, with_setting_fields
 from flare.server.runner import Failure, Item, Service
 from flare.types import Answer
 
@@ -47,8 +49,8 @@ class ChatMessage(BaseModel):
     content: str | list[dict[str, Any]] | None = None
 
 
-class ChatRequest(BaseModel):
-    """The OpenAI chat request, plus flare's optional filters and budgets."""
+class ChatBody(BaseModel):
+    """The OpenAI chat request, plus flare's filters (settings: see :data:`ChatRequest`)."""
 
     model_config = ConfigDict(extra="allow")  # clients send many knobs; unknown ones are ignored
 
@@ -59,9 +61,10 @@ class ChatRequest(BaseModel):
     max_tokens: int | None = None
     max_completion_tokens: int | None = None
     filters: list[str] = Field(default_factory=list)
-    max_seconds: float | None = None
-    max_retrievals: int | None = None
-    max_sentences: int | None = None
+
+
+ChatRequest = with_setting_fields(ChatBody, "ChatRequest")
+"""The chat body with flare's request-settable settings as optional extensions."""
 
 
 async def chat_completions(request: Request) -> Response:
@@ -72,16 +75,12 @@ async def chat_completions(request: Request) -> Response:
     question = _question(body)
     service: Service = request.app.state.service
     flt = trusted_filters(service, principal, body.filters)
-    out_tokens = min((t for t in (body.max_tokens, body.max_completion_tokens) if t is not None), default=None)
-    settings = settings_for(
-        request,
-        {
-            "max_output_tokens": out_tokens,
-            "max_seconds": body.max_seconds,
-            "max_retrievals": body.max_retrievals,
-            "max_sentences": body.max_sentences,
-        },
-    )
+    given = request_values(body)
+    asked = (body.max_tokens, body.max_completion_tokens, given.get("max_output_tokens"))
+    out_tokens = min((t for t in asked if t is not None), default=None)
+    if out_tokens is not None:
+        given["max_output_tokens"] = out_tokens
+    settings = settings_for(request, given)
     run = service.start(principal, question, flt, settings)
     try:
         first = await first_item(run, request)
@@ -134,7 +133,7 @@ async def _chunks(events: AsyncIterator[Item | None], meta: dict[str, Any], requ
             return
 
 
-def _question(body: ChatRequest) -> str:
+def _question(body: ChatBody) -> str:
     for message in reversed(body.messages):
         if message.role != "user":
             continue

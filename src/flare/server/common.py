@@ -17,7 +17,8 @@ from flare.errors import ConfigError, FilterError, FlareError, InputError
 from flare.retrieve.filters import Filters
 from flare.server.auth import KeyStore, Principal
 from flare.server.errors import ApiError, unauthorized
-from flare.server.limits import Limits, budget_settings, read_body
+from flare.server.limits import Limits, read_body
+from flare.server.request_settings import request_settings
 from flare.server.runner import Failure, Item, Run, Service
 from flare.types import Answer
 
@@ -66,13 +67,11 @@ def trusted_filters(service: Service, principal: Principal, exprs: list[str]) ->
     return flt
 
 
-def settings_for(request: Request, budgets: dict[str, Any]) -> Settings:
+def settings_for(request: Request, given: dict[str, Any]) -> Settings:
+    """The server's settings with the request's applied by each setting's request policy."""
     service: Service = request.app.state.service
     limits: Limits = request.app.state.limits
-    try:
-        return budget_settings(service.engine.settings, limits, budgets)
-    except ConfigError as err:
-        raise ApiError(400, "invalid_request_error", str(err)) from None
+    return request_settings(service.engine.settings, limits, given)
 
 
 def error_for(error: BaseException, request: Request) -> ApiError:

@@ -27,6 +27,7 @@ from flare.server.common import (
 )
 from flare.server.errors import not_found
 from flare.server.limits import BUDGETS, Limits
+from flare.server.request_settings import request_values, with_setting_fields
 from flare.server.runner import Failure, Item, Service
 
 VIEWER_CSP = (
@@ -35,18 +36,18 @@ VIEWER_CSP = (
 )
 
 
-class AnswerRequest(BaseModel):
-    """Body of ``POST /v1/answers``. Budgets may only lower the server's maxima."""
+class AnswerBody(BaseModel):
+    """Body of ``POST /v1/answers``, plus every request-settable setting (see :data:`AnswerRequest`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     filters: list[str] = Field(default_factory=list)
     stream: bool = False
-    max_seconds: float | None = None
-    max_retrievals: int | None = None
-    max_output_tokens: int | None = None
-    max_sentences: int | None = None
+
+
+AnswerRequest = with_setting_fields(AnswerBody, "AnswerRequest")
+"""The body with one optional field per setting a request may choose; budgets only lower."""
 
 
 async def answers(request: Request) -> Response:
@@ -55,7 +56,7 @@ async def answers(request: Request) -> Response:
     body = await parse(request, AnswerRequest)
     service: Service = request.app.state.service
     flt = trusted_filters(service, principal, body.filters)
-    settings = settings_for(request, {name: getattr(body, name) for name in BUDGETS})
+    settings = settings_for(request, request_values(body))
     wants_stream = body.stream or "text/event-stream" in request.headers.get("accept", "")
     run = service.start(principal, body.question, flt, settings)
     try:
