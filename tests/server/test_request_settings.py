@@ -105,3 +105,15 @@ def test_a_request_picks_the_method_of_a_real_model_answer(index_dir: Path, smol
         trace = http.get(f"/v1/traces/{single['trace_id']}").json()
     assert none["retrievals"] == 0 and none["sources"] == []
     assert single["retrievals"] == 1 and len(trace["steps"][0]["retrieved"]) == 1
+
+
+def test_a_request_can_make_verification_stricter_but_never_laxer() -> None:
+    base = BASE.with_overrides(verify="flag")
+    assert request_settings(base, Limits(), {"verify": "retry"}).verify == "retry"
+    assert request_settings(base, Limits(), {"verify": "drop"}).verify == "drop"
+    assert request_settings(BASE, Limits(), {"verify": "flag"}).verify == "flag"  # the server's is off
+    with pytest.raises(ApiError) as err:
+        request_settings(base, Limits(), {"verify": "off"})
+    assert err.value.status == 400 and "laxer" in err.value.message
+    with pytest.raises(ApiError):
+        request_settings(base.with_overrides(verify="drop"), Limits(), {"verify": "retry"})
