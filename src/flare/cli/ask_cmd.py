@@ -46,7 +46,7 @@ def ask(
     """Answer QUESTION from the passages in --index, citing them."""
     flt = Filters.parse(filters)
     retriever = open_retriever(index_spec)
-    retriever.search("", k=0, filters=flt)  # rejects unknown filter fields before the model loads
+    retriever.check_filters(flt)  # rejects unknown filter fields before the model loads
     settings = settings_from(Settings(), opts)
     lm = resolve_model(model_spec, n_threads=threads)
     tracer: Tracer = (
