@@ -11,6 +11,7 @@ Example::
 
     lm = resolve_model("smollm2")               # bundled SmolLM2 via llama.cpp
     lm = resolve_model("models/qwen.gguf", n_ctx=8192)
+    lm = resolve_model("scripted:script.json")  # a scripted fake (flare.testing.script_file)
     register_model("fake", lambda rest, **options: MyFakeModel(rest))
     lm = resolve_model("fake:anything")
 """
@@ -141,6 +142,14 @@ def _openai(rest: str, **options: Any) -> LanguageModel:
     return from_spec(rest, **options)
 
 
+def _scripted(rest: str, **options: Any) -> LanguageModel:
+    """``scripted:FILE.json``: a scripted fake model (no weights; llama.cpp options are ignored)."""
+    from flare.testing.script_file import load_script
+
+    return load_script(rest)
+
+
 register_model("smollm2", _smollm2)
 register_model("gemma3", _gemma3)
 register_model("openai", _openai)
+register_model("scripted", _scripted)
