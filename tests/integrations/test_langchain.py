@@ -54,6 +54,7 @@ def test_stream_yields_accepted_sentences_then_sources_and_adds_up_to_invoke(sto
     chunks = list(chain.stream(QUESTION))
     assert chunks == CHUNKS  # "coal", the unsure draft that was rewritten, is never streamed
     answer = chain.last_answer
+    assert answer is not None
     assert chain.invoke(QUESTION) == "".join(CHUNKS) == answer.render()
     assert answer.retrievals == 2 and [c.passage_id for c in answer.sources] == ["lh-1", "lh-2"]
     assert asyncio.run(chain.ainvoke(QUESTION)) == "".join(CHUNKS)
@@ -136,5 +137,6 @@ def test_real_model_streams_through_langchain(store: InMemoryVectorStore, smollm
                           filters=PUBLIC)  # fmt: skip
     chunks = list(chain.stream(QUESTION))
     answer = chain.last_answer
+    assert answer is not None
     assert "".join(chunks) == answer.render() and len(chunks) >= len(answer.sentences)
     assert answer.sentences and {c.passage_id for c in answer.sources} <= {"lh-1", "lh-2"}

@@ -42,7 +42,7 @@ from flare.integrations.common import (
 )
 from flare.retrieve.base import check_fields
 from flare.retrieve.filters import Filters
-from flare.types import Hit, Passage
+from flare.types import Answer, Hit, Passage
 
 try:
     from langchain_core.documents import Document
@@ -160,7 +160,7 @@ class FlareRunnable(Runnable[FlareInput, str]):
         self.engine = engine
         self.filters = filters or Filters()
         self.name = name
-        self.last_answer: Any = None
+        self.last_answer: Answer | None = None
 
     def invoke(self, input: FlareInput, config: RunnableConfig | None = None, **kwargs: Any) -> str:
         return self._call_with_config(self._render, input, config)
