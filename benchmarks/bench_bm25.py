@@ -19,21 +19,24 @@ import tempfile
 import time
 from pathlib import Path
 
+from flare.errors import FlareError
+from flare.evaluate.datasets import dataset_dir
 from flare.evaluate.metrics import percentile
 from flare.retrieve.corpus import load_corpus, read_documents
 from flare.retrieve.tantivy_index import TantivyRetriever, build_index
 
-DEFAULT_DATA = Path("/work/shared/data/2wikimultihopqa")
+DEFAULT_DATASET = "2wikimultihopqa"  # looked up under $FLARE_DATA, else ../shared/data
 
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, default=None, help=f"dataset folder (default: {DEFAULT_DATASET})")
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--chunk", action="store_true", help="chunk long passages first")
     args = parser.parse_args()
+    args.data = dataset_dir(args.data or DEFAULT_DATASET)
 
     started = time.perf_counter()
     corpus = args.data / "corpus.jsonl"
@@ -71,4 +74,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except FlareError as err:  # e.g. no dataset: one line with the hint, no traceback
+        raise SystemExit(f"error: {err}") from None

@@ -17,12 +17,12 @@ from pathlib import Path
 
 from flare.config import Settings
 from flare.engine.loop import Flare
+from flare.errors import FlareError
+from flare.evaluate.datasets import dataset_dir
 from flare.lm.registry import resolve_model
 from flare.retrieve.corpus import load_corpus
 from flare.retrieve.tantivy_index import TantivyRetriever, build_index
 from flare.trace.tracers import MemoryTracer
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def main() -> None:
@@ -35,10 +35,11 @@ def main() -> None:
     ap.add_argument("--theta", type=float, default=None)
     args = ap.parse_args()
 
-    index = Path(".flare/indexes") / args.dataset
+    data = dataset_dir(args.dataset)  # a name under $FLARE_DATA (else ../shared/data) or a folder
+    index = Path(".flare/indexes") / data.name
     if not (index / "flare-index.json").exists():
-        build_index(load_corpus(DATA / args.dataset / "corpus.jsonl"), index)
-    lines = (DATA / args.dataset / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+        build_index(load_corpus(data / "corpus.jsonl"), index)
+    lines = (data / "questions.jsonl").read_text(encoding="utf-8").splitlines()
     questions = [json.loads(x)["question"] for x in lines[args.offset : args.offset + args.n]]
     lm = resolve_model(args.model, n_threads=args.threads)
     retriever = TantivyRetriever(index)
@@ -75,4 +76,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except FlareError as err:  # e.g. no dataset: one line with the hint, no traceback
+        raise SystemExit(f"error: {err}") from None

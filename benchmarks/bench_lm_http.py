@@ -24,6 +24,8 @@ from pathlib import Path
 from flare.config import Settings
 from flare.engine.loop import Flare
 from flare.engine.prompts import PromptTemplate
+from flare.errors import FlareError
+from flare.evaluate.datasets import dataset_dir
 from flare.lm.base import LanguageModel
 from flare.lm.llama import LlamaCppModel, default_model_path
 from flare.lm.openai_http import OpenAIHTTPModel
@@ -33,7 +35,7 @@ from flare.retrieve.tantivy_index import TantivyRetriever, build_index
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.lm_http.llama_server import llama_server
 
-DATA = Path("/work/shared/data/2wikimultihopqa")
+DATASET = "2wikimultihopqa"  # looked up under $FLARE_DATA, else ../shared/data
 
 
 def run(lm: LanguageModel, retriever: TantivyRetriever, questions: list[str]) -> tuple[list[float], list[str], float]:
@@ -82,11 +84,12 @@ def main() -> None:
     ap.add_argument("--offset", type=int, default=100, help="skip the dev slice")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
+    data = dataset_dir(DATASET)
     index = Path(".flare/indexes/2wikimultihopqa")
     if not (index / "flare-index.json").exists():
-        build_index(load_corpus(DATA / "corpus.jsonl"), index)
+        build_index(load_corpus(data / "corpus.jsonl"), index)
     retriever = TantivyRetriever(index)
-    lines = (DATA / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (data / "questions.jsonl").read_text(encoding="utf-8").splitlines()
     questions = [json.loads(x)["question"] for x in lines[args.offset : args.offset + args.n]]
     local = LlamaCppModel(default_model_path(), n_threads=args.threads, special_tokens=True)
     local.complete("warm up", max_tokens=1)
@@ -108,4 +111,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except FlareError as err:  # e.g. no dataset: one line with the hint, no traceback
+        raise SystemExit(f"error: {err}") from None

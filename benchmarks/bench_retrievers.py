@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from flare.errors import FlareError
+from flare.evaluate.datasets import dataset_dir
 from flare.evaluate.metrics import percentile
 from flare.retrieve.base import Retriever
 from flare.retrieve.corpus import read_documents
@@ -47,7 +49,7 @@ from flare.retrieve.hybrid import HybridRetriever
 from flare.retrieve.tantivy_index import TantivyRetriever, build_index
 from flare.types import Passage
 
-DEFAULT_DATA = Path("/work/shared/data/2wikimultihopqa")
+DEFAULT_DATASET = "2wikimultihopqa"  # looked up under $FLARE_DATA, else ../shared/data
 
 
 class CachedEmbedder:
@@ -175,7 +177,7 @@ def synthetic(args: argparse.Namespace, tmp: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, default=None, help=f"dataset folder (default: {DEFAULT_DATASET})")
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--synthetic", type=int, default=0, help="passages in the synthetic corpus")
@@ -183,6 +185,8 @@ def main() -> None:
     parser.add_argument("--skip-wiki", action="store_true")
     parser.add_argument("--skip-milvus", action="store_true")
     args = parser.parse_args()
+    if not args.skip_wiki:
+        args.data = dataset_dir(args.data or DEFAULT_DATASET)
     with tempfile.TemporaryDirectory() as tmp:
         if not args.skip_wiki:
             wiki(args, Path(tmp))
@@ -191,4 +195,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except FlareError as err:  # e.g. no dataset: one line with the hint, no traceback
+        raise SystemExit(f"error: {err}") from None

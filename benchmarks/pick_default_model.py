@@ -19,11 +19,11 @@ from pathlib import Path
 
 from flare.config import Settings
 from flare.engine.loop import Flare
+from flare.errors import FlareError
+from flare.evaluate.datasets import dataset_dir
 from flare.lm.llama import LlamaCppModel, default_model_path, gemma3_model_path
 from flare.retrieve.corpus import load_corpus
 from flare.retrieve.tantivy_index import TantivyRetriever, build_index
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def normalise(text: str) -> str:
@@ -60,9 +60,9 @@ def main() -> None:
         for ds in args.datasets.split(","):
             index = Path(".flare/indexes") / ds
             if not (index / "flare-index.json").exists():
-                build_index(load_corpus(DATA / ds / "corpus.jsonl"), index)
+                build_index(load_corpus(dataset_dir(ds) / "corpus.jsonl"), index)
             engine = Flare(lm, TantivyRetriever(index), Settings(max_sentences=4))
-            lines = (DATA / ds / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+            lines = (dataset_dir(ds) / "questions.jsonl").read_text(encoding="utf-8").splitlines()
             for line in lines[: args.n]:
                 q = json.loads(line)
                 t0 = time.perf_counter()
@@ -86,4 +86,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except FlareError as err:  # e.g. no dataset: one line with the hint, no traceback
+        raise SystemExit(f"error: {err}") from None

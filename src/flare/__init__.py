@@ -4,12 +4,17 @@ The model drafts each sentence first; only when a drafted token's probability fa
 flare search (with the draft, unsure words masked) and rewrite the sentence from what it found,
 citing it. Searches always run under the caller's filters.
 
+Models and retrievers are named by spec strings, the same ones the CLI's ``--model`` and
+``--index`` take (``gemma3``, ``smollm2``, ``openai:URL#MODEL``, ``PATH.gguf``; ``DIR``,
+``dense:DIR``, ``hybrid:DIR``, ``milvus:URI#COLLECTION``); ``register_model`` and
+``register_retriever`` add prefixes of your own.
+
 Example::
 
-    from flare import Filters, Flare, Settings, build_index, load_corpus, load_model, open_index
+    from flare import Filters, Flare, Settings, build_retriever, load_corpus, open_retriever, resolve_model
 
-    build_index(load_corpus("docs/"), "my-index")
-    engine = Flare(load_model("gemma3"), open_index("my-index"), Settings(theta=0.4))
+    build_retriever("my-index", load_corpus("docs/"))        # or "hybrid:my-index", ...
+    engine = Flare(resolve_model("gemma3"), open_retriever("my-index"), Settings(theta=0.4))
     answer = engine.answer("How long do refunds take?", filters=Filters.parse(["year=2026"]))
     print(answer.render())
 """
@@ -29,13 +34,12 @@ from flare.errors import (
     RetrieverError,
 )
 from flare.lm.base import LanguageModel
-from flare.lm.registry import resolve_model as load_model
+from flare.lm.registry import register_model, resolve_model
 from flare.retrieve.base import Retriever
 from flare.retrieve.corpus import load_corpus
 from flare.retrieve.filters import Filters
-from flare.retrieve.tantivy_index import TantivyRetriever as open_index
-from flare.retrieve.tantivy_index import build_index
-from flare.trace.tracers import JsonlTracer, MemoryTracer
+from flare.retrieve.registry import build_retriever, open_retriever, register_retriever
+from flare.trace.tracers import JsonlTracer, MemoryTracer, Tracer
 from flare.types import Answer, Citation, Completion, Hit, Passage, Sentence, TokenLogprob
 
 __all__ = [
@@ -65,8 +69,11 @@ __all__ = [
     "SentenceAccepted",
     "Settings",
     "TokenLogprob",
-    "build_index",
+    "Tracer",
+    "build_retriever",
     "load_corpus",
-    "load_model",
-    "open_index",
+    "open_retriever",
+    "register_model",
+    "register_retriever",
+    "resolve_model",
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -13,10 +12,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from flare import build_index, load_corpus, open_index
+from flare import build_retriever, load_corpus, open_retriever
 from flare.cli.eval_cmd import eval_command
 from flare.errors import InputError
-from flare.evaluate.datasets import DATA_ROOT_ENV, DEFAULT_DATA_ROOT, load_dataset
+from flare.evaluate.datasets import data_root, load_dataset
 from flare.evaluate.harness import RESULTS_FILE, read_results, task_of
 from flare.evaluate.world import bridge_misses, generate, load_world, main, write_world
 from flare.evaluate.world_gen import Fact, World, WorldQuestion
@@ -30,7 +29,7 @@ from flare.types import Answer, Citation, Sentence
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "results" / "world" / "data" / "world"
-POOLS = Path(os.environ.get(DATA_ROOT_ENV, DEFAULT_DATA_ROOT))
+POOLS = data_root() or ROOT / "no-data-root"  # $FLARE_DATA, else ../shared/data beside the checkout
 
 
 @pytest.fixture(scope="module")
@@ -148,8 +147,8 @@ def test_old_figures_are_dated_so_a_year_filter_removes_them(world: World) -> No
 
 def test_the_question_alone_misses_the_bridge_passages_with_real_bm25(world: World, tmp_path: Path) -> None:
     folder = write_world(world, tmp_path / "world")
-    build_index(load_corpus(folder / "corpus.jsonl"), tmp_path / "index")
-    retriever = open_index(tmp_path / "index")
+    build_retriever(str(tmp_path / "index"), load_corpus(folder / "corpus.jsonl"))
+    retriever = open_retriever(str(tmp_path / "index"))
     share_q, share_f = bridge_misses(world, retriever, k=5)
     print(f"top-5 BM25 with the question misses a bridge fact for {share_q:.2f} of questions, "
           f"{share_f:.2f} of bridge facts")

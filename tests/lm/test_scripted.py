@@ -92,3 +92,17 @@ def test_probabilities_are_validated_and_tokens_counted() -> None:
     assert lm.complete("The capital is", max_tokens=1).prompt_tokens == 3
     assert lm.count_tokens("巴黎 is") == 3
     assert lm.complete("p", max_tokens=1).tokens[0].logprob == math.log(1.0)
+
+
+def test_logit_bias_of_100_forces_or_bans_a_piece_smaller_ones_change_nothing() -> None:
+    lm = ScriptedLM([("", ScriptedLM.sentence("Go [Search] now[x"))])
+    plain = lm.complete("p", max_tokens=20)
+    for small in (2.0, -99.0):
+        same = lm.complete("p", max_tokens=20, logit_bias={"[": small})
+        assert (same.text, same.tokens) == (plain.text, plain.tokens)
+    forced = lm.complete("p", max_tokens=3, logit_bias={"[": 100.0})
+    assert forced.text == "[[[" and [t.prob for t in forced.tokens] == [1.0, 1.0, 1.0]
+    banned = lm.complete("p", max_tokens=20, logit_bias={"[": -100.0})  # with or without a space
+    assert banned.text == "GoSearch] nowx" and banned.finish_reason == "stop"
+    spaced = lm.complete("p", max_tokens=20, logit_bias={" [": -100.0})  # as llama.cpp: " [" only
+    assert spaced.text == "GoSearch] now[x"

@@ -46,7 +46,7 @@ def ask(
     settings = settings_from(opts)  # a bad config file or FLARE_* variable fails first, cheaply
     flt = Filters.parse(filters)
     retriever = open_retriever(index_spec)
-    retriever.search("", k=0, filters=flt)  # rejects unknown filter fields before the model loads
+    retriever.check_filters(flt)  # rejects unknown filter fields before the model loads
     lm = resolve_model(model_spec, n_threads=threads)
     tracer: Tracer = (
         JsonlTracer(trace_path, record_content=trace_content) if trace_path else NullTracer()

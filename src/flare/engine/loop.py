@@ -42,8 +42,8 @@ class Flare:
 
     Example::
 
-        from flare import Flare, Settings, open_index, load_model
-        engine = Flare(load_model("smollm2"), open_index("my-index"), Settings(theta=0.5))
+        from flare import Flare, Settings, open_retriever, resolve_model
+        engine = Flare(resolve_model("smollm2"), open_retriever("my-index"), Settings(theta=0.5))
         answer = engine.answer("Who designed the Eiffel Tower?", filters=Filters.parse(["year>=1880"]))
         print(answer.render())
 

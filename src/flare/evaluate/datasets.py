@@ -1,8 +1,9 @@
 """Evaluation datasets: questions with gold answers over a passage pool, and a cached index (E1).
 
 A dataset is a folder holding ``questions.jsonl`` and ``corpus.jsonl`` (the format of the
-bundled ``/work/shared/data/<name>`` folders, see their README). :func:`load_dataset` accepts a
-bundled name or any folder path. The pool is indexed once into ``<cache>/<name>-<fingerprint>``
+``shared/data/<name>`` folders beside the checkout, see their README). :func:`load_dataset`
+accepts a folder path, or a name looked up under :func:`data_root`: ``$FLARE_DATA`` when set,
+else ``../shared/data`` next to a source checkout. The pool is indexed once into ``<cache>/<name>-<fingerprint>``
 and reused; the fingerprint changes when the corpus file does, so a stale index is never used.
 
 Example::
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from flare.retrieve.tantivy_index import TantivyRetriever
 
 DATA_ROOT_ENV = "FLARE_DATA"
-DEFAULT_DATA_ROOT = Path("/work/shared/data")
 DEFAULT_INDEX_CACHE = Path(".flare/indexes")
 
 
@@ -82,21 +82,43 @@ class Dataset:
         return hashlib.sha256(key.encode()).hexdigest()[:10]
 
 
+def data_root() -> Path | None:
+    """Where dataset names are looked up: ``$FLARE_DATA``, else ``shared/data`` beside the checkout.
+
+    The second is ``<checkout>/../shared/data`` for a source checkout (``src/flare/...`` under a
+    folder with ``pyproject.toml``); an installed package has no checkout, hence ``None``.
+    """
+    env = os.environ.get(DATA_ROOT_ENV, "").strip()
+    if env:
+        return Path(env).expanduser()
+    checkout = Path(__file__).resolve().parents[3]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "src" / "flare").is_dir():
+        return checkout.parent / "shared" / "data"
+    return None
+
+
+def dataset_dir(name_or_path: str | Path) -> Path:
+    """The folder of a dataset given by folder path or by name (see :func:`data_root`)."""
+    folder = Path(name_or_path).expanduser()
+    if (folder / "questions.jsonl").exists():
+        return folder
+    root = data_root()
+    where = f"looked in {folder}" + (f" and {root / str(name_or_path)}" if root else "")
+    if root is not None and (root / str(name_or_path) / "questions.jsonl").exists():
+        return root / str(name_or_path)
+    raise InputError(
+        f"no dataset {str(name_or_path)!r} ({where})",
+        f"give a folder with questions.jsonl and corpus.jsonl, or set {DATA_ROOT_ENV} to the folder "
+        "that holds the named datasets (e.g. FLARE_DATA=../shared/data)",
+    )
+
+
 def load_dataset(name_or_path: str | Path) -> Dataset:
-    """Load a bundled dataset by name (under ``$FLARE_DATA`` or /work/shared/data) or a folder."""
-    folder = Path(name_or_path)
-    if not (folder / "questions.jsonl").exists():
-        root = Path(os.environ.get(DATA_ROOT_ENV, DEFAULT_DATA_ROOT))
-        folder = root / str(name_or_path)
-    questions = folder / "questions.jsonl"
-    if not questions.exists():
-        raise InputError(
-            f"no dataset at {name_or_path!r} (looked for {questions})",
-            "give a bundled name such as 2wikimultihopqa, or a folder with questions.jsonl and corpus.jsonl",
-        )
+    """Load a dataset by folder path or by name under :func:`data_root` (``$FLARE_DATA``)."""
+    folder = dataset_dir(name_or_path)
     if not (folder / "corpus.jsonl").exists():
         raise InputError(f"{folder} has questions.jsonl but no corpus.jsonl", "add the passage pool as corpus.jsonl")
-    return Dataset(folder.name, folder, tuple(read_examples(questions)))
+    return Dataset(folder.name, folder, tuple(read_examples(folder / "questions.jsonl")))
 
 
 def read_examples(path: Path) -> list[Example]:

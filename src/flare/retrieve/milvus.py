@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from flare.errors import CorpusIndexError, FilterError, InputError, RetrieverError
+from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, MetaSchema
 from flare.retrieve.dense import Embedder, MiniLMEmbedder, passage_text
 from flare.retrieve.filters import Condition, Filters, Scalar, coerce
@@ -153,6 +154,7 @@ class MilvusRetriever:
         if k < 0:
             raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
         c = self._open()
+        self.check_filters(filters)
         expr = filter_expression(filters, self._params["meta_fields"]) if filters else ""
         if k == 0 or not query.strip() or expr is None:
             return []
@@ -168,6 +170,12 @@ class MilvusRetriever:
         except Exception as err:
             raise RetrieverError(f"Milvus search failed: {err}", "check the server log") from None
         return [_hit(row) for row in (res[0] if res else [])]
+
+    def check_filters(self, filters: Filters | None) -> None:
+        """Raise :class:`~flare.errors.FilterError` if ``filters`` names a field the collection lacks."""
+        if filters:
+            self._open()
+            check_fields(filters, self._params["meta_fields"], where=f"collection {self.collection!r}")
 
     def _dense_or_hybrid(self, c: Any, query: str, vector: list[float], expr: str, k: int) -> Any:
         if self._mode == "dense":
@@ -359,11 +367,8 @@ def filter_expression(filters: Filters, fields: dict[str, Any]) -> str | None:
 
 
 def _condition(cond: Condition, fields: dict[str, Any]) -> str | None:
-    spec = fields.get(cond.field)
-    if spec is None:
-        known = ", ".join(fields) or "(none)"
-        raise FilterError(f"unknown filter field {cond.field!r}; this collection has: {known}",
-                          "filter on one of those fields, or rebuild with that field in meta")  # fmt: skip
+    check_fields(Filters((cond,)), fields, where="this collection")
+    spec = fields[cond.field]
     name, kind, is_list = spec["field"], spec["type"], spec["list"]
     tests: list[str] = []
     for wanted in cond.values:

@@ -39,11 +39,22 @@ _OPEN: dict[str, OpenFactory] = {}
 _BUILD: dict[str, BuildFactory] = {}
 
 
-def register_retriever(prefix: str, open: OpenFactory, build: BuildFactory | None = None) -> None:
-    """Make ``prefix:rest`` open (and optionally build) retrievers with these factories."""
+def register_retriever(
+    prefix: str, open: OpenFactory, build: BuildFactory | None = None, *, replace: bool = False
+) -> None:
+    """Make ``prefix:rest`` open (and optionally build) retrievers with these factories.
+
+    Example::
+
+        register_retriever("mine", lambda rest, **options: MyRetriever(rest))
+        retriever = open_retriever("mine:some-collection")  # flare ask --index mine:... too
+    """
     if not prefix or ":" in prefix or "/" in prefix:
         raise ConfigError(f"invalid retriever prefix {prefix!r}", "use a short name like 'milvus'")
+    if prefix in _OPEN and not replace:
+        raise ConfigError(f"retriever prefix {prefix!r} is already registered", "pass replace=True")
     _OPEN[prefix] = open
+    _BUILD.pop(prefix, None)
     if build is not None:
         _BUILD[prefix] = build
 

@@ -35,9 +35,10 @@ from typing import Any
 import tantivy
 from tantivy import FieldType, Occur, Query
 
-from flare.errors import CorpusIndexError, FilterError, InputError
+from flare.errors import CorpusIndexError, InputError
 from flare.retrieve.analyzers import ANALYZER_NAME, analyze
 from flare.retrieve.atomic import PARAMS_FILE, read_params, swap_in, write_params
+from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, MetaSchema, check_passages
 from flare.retrieve.filters import Condition, Filters, Scalar, coerce
 from flare.types import Hit, Passage
@@ -238,6 +239,7 @@ class TantivyRetriever:
         """The best ``k`` passages for ``query`` among those matching ``filters``, best first."""
         if k < 0:
             raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
+        self.check_filters(filters)
         musts = [self._condition(c) for c in (filters.conditions if filters else ())]
         tokens = list(dict.fromkeys(analyze(query)))[:MAX_QUERY_TOKENS]
         if not tokens or k == 0 or any(m is None for m in musts):
@@ -247,6 +249,10 @@ class TantivyRetriever:
         clauses += [(Occur.Must, Query.const_score_query(m, 0.0)) for m in musts if m is not None]
         result = self._searcher.search(Query.boolean_query(clauses), limit=k, count=False)
         return [Hit(self._passage(self._searcher.doc(addr)), float(s)) for s, addr in result.hits]
+
+    def check_filters(self, filters: Filters | None) -> None:
+        """Raise :class:`~flare.errors.FilterError` if ``filters`` names a field this index does not have."""
+        check_fields(filters, self.meta_fields)
 
     supports_updates = True
 
@@ -307,13 +313,10 @@ class TantivyRetriever:
         return Passage(str(doc.get_first("id")), stored["text"], stored["title"], stored["meta"])
 
     def _condition(self, cond: Condition) -> Query | None:
-        """A query matching exactly what ``cond.matches`` accepts, or None if that is nothing."""
-        if cond.field not in self.meta_fields:
-            known = ", ".join(self.meta_fields) or "(none)"
-            raise FilterError(
-                f"unknown filter field {cond.field!r}; this index has meta fields: {known}",
-                "filter on one of those fields, or rebuild the index with that field in meta",
-            )
+        """A query matching exactly what ``cond.matches`` accepts, or None if that is nothing.
+
+        ``cond.field`` is one of the index's fields (:meth:`check_filters` ran first).
+        """
         kind, name = self.meta_fields[cond.field], self._names[cond.field]
         queries: list[Query] = []
         for wanted in cond.values:

@@ -61,7 +61,7 @@ def trusted_filters(service: Service, principal: Principal, exprs: list[str]) ->
         raise ApiError(400, "invalid_request_error", f"at most {MAX_FILTERS} filters per request")
     try:
         flt = principal.filters.narrow(Filters.parse(exprs))
-        service.retriever.search("", k=0, filters=flt)  # rejects unknown fields before any work
+        service.retriever.check_filters(flt)  # rejects unknown fields before any work
     except FlareError as err:
         raise ApiError(400, "invalid_request_error", str(err)) from None
     return flt

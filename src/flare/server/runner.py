@@ -97,6 +97,10 @@ class SharedRetriever:
         with self._lock:
             return self.retriever.search(query, k=k, filters=filters)
 
+    def check_filters(self, filters: Filters | None) -> None:
+        with self._lock:  # Milvus connects on first use; an update may swap the field list
+            self.retriever.check_filters(filters)
+
 
 @dataclass(frozen=True, slots=True)
 class Failure:

@@ -1,1 +1,3 @@
-"""Test kit shipped with flare: a scripted LM and an in-memory retriever."""
+"""Test kit shipped with flare: a scripted LM (also loadable from a JSON file as
+``--model scripted:FILE``), an in-memory retriever, and the contract suites every backend, these
+fakes included, must pass."""

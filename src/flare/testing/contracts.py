@@ -167,10 +167,12 @@ class RetrieverContract:
     """The :class:`~flare.retrieve.base.Retriever` contract over :data:`CONTRACT_CORPUS`.
 
     Provide a class-scoped ``make_retriever`` fixture: a function that indexes a list of passages
-    and returns a retriever over them. ``lexical`` says whether a query sharing no word with any
-    passage finds nothing (true for BM25, false for dense retrieval, which always has neighbours).
-    Update tests run when the retriever says ``supports_updates = True`` and has
-    ``add(passages)`` (insert or replace by id) and ``delete(ids)``.
+    and returns a retriever over them. ``check_filters`` must accept filters on the corpus's meta
+    fields and refuse others, and ``search`` must refuse what ``check_filters`` refuses.
+    ``lexical`` says whether a query sharing no word with any passage finds nothing (true for
+    BM25, false for dense retrieval, which always has neighbours). Update tests run when the
+    retriever says ``supports_updates = True`` and has ``add(passages)`` (insert or replace by
+    id) and ``delete(ids)``.
     """
 
     lexical: ClassVar[bool] = True
@@ -244,8 +246,23 @@ class RetrieverContract:
             assert retriever.search("qwxzv zzyzx", k=5) == []
 
     def test_unknown_filter_field(self, retriever: Retriever) -> None:
-        with pytest.raises(FilterError):
-            retriever.search("capital", k=3, filters=Filters.parse(["colour=red"]))
+        unknown = Filters.parse(["colour=red"])
+        for k in (3, 0):  # even a search that asks for nothing must refuse the filter
+            with pytest.raises(FilterError, match="colour"):
+                retriever.search("capital", k=k, filters=unknown)
+        with pytest.raises(FilterError, match="colour"):
+            retriever.search("", k=3, filters=PUBLIC.narrow(unknown))
+
+    def test_check_filters(self, retriever: Retriever) -> None:
+        retriever.check_filters(None)
+        retriever.check_filters(Filters())
+        known = Filters.parse(["year>=2021", "lang=en|zh", "acl=public", "rating<5", "draft=false", "tags=café"])
+        retriever.check_filters(known)
+        retriever.check_filters(Filters.any_of("acl", []))  # matches nothing, but is a valid filter
+        retriever.check_filters(Filters.parse(["year>=3000"]))
+        with pytest.raises(FilterError, match="colour") as info:
+            retriever.check_filters(known.narrow(Filters.parse(["colour=red"])))
+        assert info.value.hint, "the error must say what to do"
 
     def test_chinese(self, retriever: Retriever) -> None:
         hits = retriever.search("北京大学在哪里？", k=2)

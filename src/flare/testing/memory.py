@@ -16,21 +16,44 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from flare.errors import InputError
+from flare.retrieve.base import check_fields
 from flare.retrieve.filters import Filters
 from flare.types import Hit, Passage
 from flare.verify.citations import content_words
 
 
 class MemoryRetriever:
-    """Scores passages by the share of query content words they contain."""
+    """Scores passages by the share of query content words they contain.
+
+    It passes :class:`~flare.testing.contracts.RetrieverContract`, updates included.
+    """
 
     name = "memory"
+    supports_updates = True
 
     def __init__(self, passages: Iterable[Passage]) -> None:
         self.passages = list(passages)
         self.queries: list[tuple[str, Filters | None]] = []
 
+    def check_filters(self, filters: Filters | None) -> None:
+        """Filters may name any meta field some passage has; another raises :class:`FilterError`."""
+        check_fields(filters, dict.fromkeys(key for p in self.passages for key in p.meta), where="this retriever")
+
+    def add(self, passages: Iterable[Passage]) -> None:
+        """Insert passages; one with an existing id replaces it (a changed ACL applies at once)."""
+        new = {p.id: p for p in passages}
+        self.passages = [p for p in self.passages if p.id not in new] + list(new.values())
+
+    def delete(self, ids: Iterable[str]) -> None:
+        """Remove passages by id; unknown ids are ignored."""
+        gone = set(ids)
+        self.passages = [p for p in self.passages if p.id not in gone]
+
     def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+        if k < 0:
+            raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
+        self.check_filters(filters)
         self.queries.append((query, filters))
         words = content_words(query)
         if not words:

@@ -78,7 +78,10 @@ class ScriptedLM:
     * ``stop_when(text_so_far)`` is checked after every token (finish "sentence");
     * ``max_tokens`` cuts a longer response (finish "length");
     * reaching the end of the response is the model ending its text (finish "stop");
-    * ``logit_bias`` is recorded but ignored.
+    * ``logit_bias`` keeps OpenAI's meaning of ±100: a bias of +100 or more on a piece of text
+      makes the model say that piece at every step (probability 1), one of -100 or less skips
+      every scripted token that starts with it (with or without its leading space); smaller
+      biases are recorded but change nothing, since the script already says what is likely.
 
     ``supports_logprobs=False`` imitates a backend without probabilities: completions then carry
     no tokens, only text. Every prompt is appended to :attr:`calls`, and every call with all of
@@ -160,7 +163,7 @@ class ScriptedLM:
         """Play the first rule matching ``prompt`` (see the class docstring for the rules)."""
         start = time.perf_counter()
         self.calls.append(prompt)
-        response = self._find(prompt)
+        response = _biased(self._find(prompt), logit_bias or {}, max_tokens)
         tokens: list[TokenLogprob] = []
         text = ""
         finish = "stop"
@@ -225,3 +228,18 @@ class ScriptedLM:
             f"{self.name}: no rule matches call #{len(self.calls)} ({len(self.rules)} rules); "
             f"prompt ends with:\n...{tail}"
         )
+
+
+FORCE_BIAS = 100.0
+"""A logit bias this large (or its negative) forces (or bans) a piece, as OpenAI documents ±100."""
+
+
+def _biased(response: Response, logit_bias: Mapping[str, float], max_tokens: int) -> Response:
+    """``response`` as the ±:data:`FORCE_BIAS` entries of ``logit_bias`` change it."""
+    forced = [key for key, bias in logit_bias.items() if bias >= FORCE_BIAS and key]
+    if forced:
+        return [(forced[0], 1.0)] * max(max_tokens, 0)
+    banned = tuple(key for key, bias in logit_bias.items() if bias <= -FORCE_BIAS and key)
+    if not banned:
+        return response
+    return [(piece, p) for piece, p in response if not (piece.startswith(banned) or piece.lstrip().startswith(banned))]
