@@ -113,3 +113,32 @@ def test_repeated_word_runs_are_found_in_both_languages() -> None:
     zh = "公司位于北京市海淀区的中关村大街，位于北京市海淀区的中关村大街"
     assert repeated_ngram(zh, 4) is not None
     assert repeated_ngram("anything at all", 0) is None
+
+
+def test_a_value_counts_only_with_its_subject_and_a_word_of_its_relation() -> None:
+    founded = Passage("a", "Skullis Systems was founded by Drildos Thantiba in 2005.", "Skullis Systems")
+    born = Passage("b", "Drildos Thantiba is an engineer. Drildos Thantiba was born in the year 1982.",
+                   "Drildos Thantiba")  # fmt: skip
+    # 2005 is in a passage naming her, but as a founding year: no sentence of it says "born".
+    v = check("Drildos Thantiba was born in 2005.", [founded, born])
+    assert not v.passes and v.unsupported == ("2005",)
+    assert check("Drildos Thantiba was born in 1982.", [founded, born]).passes
+    assert check("Drildos Thantiba was born in 2005.", [founded, born], thresholds=Thresholds(relation=False)).passes
+
+
+def test_a_pronoun_takes_its_subject_from_what_came_before() -> None:
+    trulmi = Passage("t", "Trulmi Systems was founded in 2016.", "Trulmi Systems")
+    town = Passage("n", "Nunvannok was founded in 1210.", "Nunvannok")
+    context = ["Write a short history of Trulmi Systems.", "Trulmi Systems makes desk lamps."]
+    assert not check("It was founded in 1210.", [trulmi, town], context=context).passes
+    assert check("It was founded in 2016.", [trulmi, town], context=context).passes
+    # Without a subject to go by (no context) the year is found, as in the plain lexical check.
+    assert check("It was founded in 1210.", [trulmi, town]).passes
+
+
+def test_a_name_taken_from_another_subjects_passage_does_not_count() -> None:
+    maker = Passage("m", "Vrunsha Foods makes the Thebazas chainsaw.", "Vrunsha Foods")
+    other = Passage("f", "Favalze Foods is a family firm based in Genbalir.", "Favalze Foods")
+    v = check("Favalze Foods makes the Thebazas chainsaw.", [maker, other])
+    assert not v.passes and "Thebazas" in " ".join(v.unsupported)
+    assert check("Vrunsha Foods makes the Thebazas chainsaw.", [maker, other]).passes

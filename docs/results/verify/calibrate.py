@@ -40,6 +40,8 @@ class Case:
     sentence: str
     truth: str  # supported / unsupported (no-claims sentences are left out)
     details: tuple[tuple[str, str, bool, float | None], ...]
+    colocate: bool  # the checker options the details were computed with
+    relation: bool
 
 
 def cases(world_dir: Path, paths: list[Path], split: str | None) -> list[Case]:
@@ -54,16 +56,21 @@ def cases(world_dir: Path, paths: list[Path], split: str | None) -> list[Case]:
                 continue
             if split and splits.get(rec["id"]) != split:
                 continue
-            steps = [s for s in rec["trace"]["steps"] if s.get("sentence") and s.get("support", "unchecked") != "unchecked"]
+            steps = [s for s in rec["trace"]["steps"]
+                     if s.get("sentence") and s.get("support", "unchecked") != "unchecked"]  # fmt: skip
             verdict = judge.judge(rec["id"], [(s["sentence"], s.get("evidence", [])) for s in steps])
+            context = [rec["question"]]
             for step, sv in zip(steps, verdict.sentences, strict=True):
+                context.append(step["sentence"])
                 if sv.status == "no_claims" or not step.get("evidence"):
                     continue
                 passages = [corpus[i] for i in step["evidence"] if i in corpus]
                 lifts = [c[3] for c in step.get("claims", [])]
-                support = check(step["sentence"], passages, lift=lifts or None)
-                if support.details:
-                    out.append(Case(step["sentence"], sv.status, support.details))
+                for co, rel in itertools.product((True, False), repeat=2):
+                    th = Thresholds(colocate=co, relation=rel)
+                    support = check(step["sentence"], passages, lift=lifts or None, context=context[:-1], thresholds=th)
+                    if support.details:
+                        out.append(Case(step["sentence"], sv.status, support.details, co, rel))
     return out
 
 
@@ -75,6 +82,7 @@ def _corpus(world_dir: Path) -> list[Passage]:
 def score(cs: list[Case], th: Thresholds) -> tuple[float, float, float, int, int]:
     """Precision, recall, F1 of flagging (the checker fails the sentence) for truth-unsupported."""
     tp = fp = fn = 0
+    cs = [c for c in cs if (c.colocate, c.relation) == (th.colocate, th.relation)]
     for c in cs:
         flagged = decide(c.details, th)[0] != "supported"
         bad = c.truth == "unsupported"
@@ -95,21 +103,25 @@ def main() -> None:
     ap.add_argument("--thresholds", default=None, help="e.g. supported=0.75,unsupported=0.34,lift=2")
     args = ap.parse_args()
     cs = cases(args.world, args.results, args.split)
-    bad = sum(c.truth == "unsupported" for c in cs)
-    print(f"{len(cs)} claim-bearing sentences, {bad} unsupported in truth ({bad / max(len(cs), 1):.3f})")
+    base = [c for c in cs if c.colocate and c.relation]
+    bad = sum(c.truth == "unsupported" for c in base)
+    print(f"{len(base)} claim-bearing sentences, {bad} unsupported in truth ({bad / max(len(base), 1):.3f})")
     if args.thresholds:
-        th = Thresholds(**{k: float(v) for k, v in (kv.split("=") for kv in args.thresholds.split(","))})
+        given = dict(kv.split("=") for kv in args.thresholds.split(","))
+        th = Thresholds(**{k: (v.lower() == "true" if k in ("colocate", "relation") else float(v))
+                           for k, v in given.items()})  # type: ignore[arg-type]
         p, r, f1, _, _ = score(cs, th)
         print(f"{th}: precision {p:.3f} recall {r:.3f} F1 {f1:.3f}")
         return
     rows = []
-    for sup, lift in itertools.product(SUPPORTED, LIFTS):
-        th = Thresholds(supported=sup, unsupported=min(0.34, sup), lift=lift)
-        rows.append((score(cs, th), sup, lift))
-    print("| supported ≥ | lift ≥ (nats) | precision | recall | F1 |\n|---|---|---|---|---|")
-    for (p, r, f1, _, _), sup, lift in sorted(rows, key=lambda x: -(x[0][2] if not math.isnan(x[0][2]) else -1)):
-        shown = "off (lexical only)" if math.isinf(lift) else f"{lift:g}"
-        print(f"| {sup:g} | {shown} | {p:.3f} | {r:.3f} | {f1:.3f} |")
+    for sup, lift, co, rel in itertools.product(SUPPORTED, LIFTS, (True, False), (True, False)):
+        th = Thresholds(supported=sup, unsupported=min(0.34, sup), lift=lift, colocate=co, relation=rel)
+        rows.append((score(cs, th), th))
+    print("| supported ≥ | lift ≥ (nats) | subject co-located | relation word | precision | recall | F1 |")
+    print("|---|---|---|---|---|---|---|")
+    for (p, r, f1, _, _), th in sorted(rows, key=lambda x: -(x[0][2] if not math.isnan(x[0][2]) else -1)):
+        shown = "off (lexical only)" if math.isinf(th.lift) else f"{th.lift:g}"
+        print(f"| {th.supported:g} | {shown} | {th.colocate} | {th.relation} | {p:.3f} | {r:.3f} | {f1:.3f} |")
 
 
 if __name__ == "__main__":

@@ -188,7 +188,8 @@ class StepContext:
             without = self.lm.score(prompt, "".join(t.text for t in piece.tokens))
             lift = claim_lift(piece.text, piece.tokens, without.tokens)
             rec.timings["verify"] = round(rec.timings.get("verify", 0.0) + time.perf_counter() - t0, 4)
-        verdict = check_support(piece.text, docs, lift=lift)
+        context = [self.run.question, *(s.text for s in self.run.sentences)]
+        verdict = check_support(piece.text, docs, lift=lift, context=context)
         leaked = exemplar_leaks(piece.text, self.template.header, self.run.question, docs)
         if leaked:
             verdict = Support("unsupported", (), leaked, 0.0, verdict.lift, verdict.claims, verdict.details)

@@ -30,8 +30,8 @@ FIGURES = ("citation_recall", "citation_precision", "unsupported", "cited_unsupp
            "shown_unsupported")  # fmt: skip
 
 
-def _supported(text: str, passages: Sequence[Passage]) -> bool:
-    return bool(passages) and check(text, passages).label == "supported"
+def _supported(text: str, passages: Sequence[Passage], context: Sequence[str]) -> bool:
+    return bool(passages) and check(text, passages, context=context).label == "supported"
 
 
 def citation_scores(answer: Answer) -> dict[str, float | None]:
@@ -41,18 +41,21 @@ def citation_scores(answer: Answer) -> dict[str, float | None]:
     cited_ok: list[bool] = []
     needed: list[bool] = []
     shown_bad: list[bool] = []
+    context = [answer.question]
     for s in answer.sentences:
+        context.append(s.text)
         if not claims(s.text):
             continue
+        before = context[:-1]
         cited = [sources[n] for n in s.citations if n in sources]
-        ok = _supported(s.text, cited)
+        ok = _supported(s.text, cited, before)
         recall.append(ok)
         shown_bad.append(not ok and not s.flagged)
         if cited:
             cited_ok.append(ok)
         for i, p in enumerate(cited):
             others = cited[:i] + cited[i + 1 :]
-            needed.append(_supported(s.text, [p]) or (ok and not _supported(s.text, others)))
+            needed.append(_supported(s.text, [p], before) or (ok and not _supported(s.text, others, before)))
     flagged = [s.flagged for s in answer.sentences]
     return {
         "citation_recall": _share(recall),

@@ -109,9 +109,11 @@ class Support:
 class Thresholds:
     """Where the verdicts change. Calibrated on the development world (see docs/results)."""
 
-    supported: float = 0.75  # weighted share of claims found, with no critical claim missing
+    supported: float = 0.9  # weighted share of claims found, with no critical claim missing
     unsupported: float = 0.34  # below this share the sentence is unsupported, not partial
     lift: float = 2.0  # nats: a lexically missing content word this much likelier with the passages counts
+    colocate: bool = True  # a number or name counts only in a passage that names the sentence's subject
+    relation: bool = True  # a number counts only in a passage sentence that shares a word with the sentence
 
 
 WEIGHTS: Mapping[str, float] = {"number": 3.0, "name": 2.0, "word": 1.0}
@@ -144,6 +146,58 @@ def claims(sentence: str) -> list[Claim]:
             kind = "name"  # a sentence-initial word is a name only as part of one: "Northwind Labs"
         out.append(Claim(w.text, w.start, w.end, kind))
     return sorted(out, key=lambda c: c.start)
+
+
+_POINTER = re.compile(
+    r"^(?:it|its|he|his|she|her|they|their|this|these|there|the (?:company|firm|business|maker|manufacturer|"
+    r"founder|town|city|village|river|region|province|product|device|brand|person|man|woman|group))\b",
+    re.IGNORECASE,
+)
+
+
+def subject(sentence: str, context: Sequence[str] = ()) -> frozenset[str]:
+    """The folded words of the name a sentence (or clause) is about; empty when it names none.
+
+    The first run of names in the sentence ("Northwind Labs was founded …"); for a sentence that
+    opens with a pointer ("It", "He", "The company"), the first name run of the closest earlier
+    text in ``context`` that has one (the question comes first in it). A sentence that names
+    nothing and points at nothing ("Refunds take ten days.") has no subject to check.
+    """
+    if _POINTER.match(sentence.strip()):
+        for text in reversed(context):
+            found = _first_names(text)
+            if found:
+                return found
+        return frozenset()
+    return _first_names(sentence)
+
+
+_CLAUSE = re.compile(r"[;；，]\s*|,\s+(?=(?:and|but|while|whereas|which|who)\b)")
+
+
+def _subjects(sentence: str, context: Sequence[str]) -> list[tuple[int, frozenset[str]]]:
+    """``(start, subject)`` of each clause: a clause that names something is about that."""
+    whole = subject(sentence, context)
+    out = [(0, whole)]
+    for m in _CLAUSE.finditer(sentence):
+        clause = sentence[m.end() :]
+        own = _first_names(clause.split(",")[0]) if not _POINTER.match(clause) else whole
+        out.append((m.end(), own or frozenset()))
+    return out
+
+
+def _first_names(text: str) -> frozenset[str]:
+    run: list[str] = []
+    run_end = 0
+    for c in claims(text):
+        if c.kind == "name" and not any(ch.isdigit() for ch in c.text):
+            if run and c.start > run_end + 1:
+                break
+            run.append(fold(c.text))
+            run_end = c.end
+        elif run:
+            break
+    return frozenset(run)
 
 
 def _capitalised_next(sentence: str, end: int) -> bool:
@@ -189,9 +243,9 @@ def _sum_over(spans: Sequence[tuple[int, int, float]], claim: Claim) -> float | 
 
 
 class _Evidence:
-    """One passage, prepared for lookups."""
+    """One passage, prepared for lookups: its words, stems and numbers, whole and per sentence."""
 
-    __slots__ = ("numbers", "stems", "text", "words")
+    __slots__ = ("numbers", "sentences", "stems", "text", "words")
 
     def __init__(self, passage: Passage) -> None:
         full = f"{passage.title}\n{passage.text}"
@@ -199,6 +253,14 @@ class _Evidence:
         self.words = {fold(s.text) for s in word_spans(full)}
         self.stems = {_stem(w) for w in self.words}
         self.numbers = {n.value for n in numbers(full)}
+        self.sentences = [
+            ({n.value for n in numbers(part)}, {_stem(fold(w.text)) for w in word_spans(part)})
+            for part in _SENTENCE_END.split(full)
+        ]
+
+    def names(self, folded_words: frozenset[str]) -> bool:
+        """Does the passage name every word of ``folded_words`` (a subject)?"""
+        return folded_words <= self.words
 
     def backs(self, claim: Claim) -> bool:
         if claim.kind == "number":
@@ -208,12 +270,20 @@ class _Evidence:
             return True
         return any(is_han(c) for c in w) and w in self.text
 
+    def relates(self, claim: Claim, relation: set[str]) -> bool:
+        """A number stated in a sentence of the passage that also says one of ``relation``'s words."""
+        return any(claim.value in nums and stems & relation for nums, stems in self.sentences)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n")
+
 
 def check(
     sentence: str,
     passages: Sequence[Passage],
     *,
     lift: Sequence[float | None] | None = None,
+    context: Sequence[str] = (),
     thresholds: Thresholds = DEFAULT,
 ) -> Support:
     """Judge whether ``passages`` support ``sentence`` (see the module notes).
@@ -221,6 +291,11 @@ def check(
     ``lift`` (optional) gives, for each claim of :func:`claims`, the evidence lift in nats and is
     aligned with it; pass the output of :func:`claim_lift`. Without passages, a sentence with
     numbers or names is unsupported and one without is ``no_claims``: only facts need a source.
+
+    ``context`` is what came before the sentence (the question, then the answer's sentences), used
+    to find what a sentence is about when it says "It was founded in 1999." (see :func:`subject`):
+    a number or name backs the sentence only in a passage that also names that subject, so a
+    year taken from another entity's passage does not count.
     """
     units = claims(sentence)
     if not units:
@@ -232,7 +307,17 @@ def check(
         return Support("no_claims", claims=len(units), details=details)
     evidence = [_Evidence(p) for p in passages]
     lifts: list[float | None] = list(lift) if lift is not None else [None] * len(units)
-    found_by = [{i for i, e in enumerate(evidence) if e.backs(c)} for c in units]
+    clauses = _subjects(sentence, context) if thresholds.colocate else []
+    relation = {_stem(fold(c.text)) for c in units if c.kind == "word"} if thresholds.relation else set()
+    found_by = []
+    for c in units:
+        hits = {i for i, e in enumerate(evidence) if e.backs(c)}
+        about = next((subj for start, subj in reversed(clauses) if start <= c.start), frozenset())
+        if about and c.kind != "word" and fold(c.text) not in about:
+            hits = {i for i in hits if evidence[i].names(about)}
+        if relation and c.kind == "number":
+            hits = {i for i in hits if evidence[i].relates(c, relation)}
+        found_by.append(hits)
     details = tuple((c.text, c.kind, bool(h), g) for c, h, g in zip(units, found_by, lifts, strict=True))
     label, coverage, backed = decide(details, thresholds)
     cited = _cover(found_by, [WEIGHTS[c.kind] for c in units])
