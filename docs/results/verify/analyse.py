@@ -1,0 +1,176 @@
+"""Tables and a plot for the verified-answers runs (issue 9), from ``flare eval`` results files.
+
+For each dataset and method: quality (ASQA STR-EM and ROUGE-L; world fact recall from the ground
+truth), the unsupported shares (world: exact, from the ground truth; both: the lexical checker's
+ALCE-style figures), the share of answers naming something only the prompt's exemplars contain,
+the share of answers with a looping sentence (a word 4-gram said twice), and cost. Every method is
+paired with the reference (today's default) on the same questions. On the world, the checker's
+own precision and recall against the truth are scored on the sentences of the verify=flag run.
+
+Usage::
+
+    python docs/results/verify/analyse.py --reference flare:repeat_ngram=0 --out DIR RESULTS.jsonl [...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from flare.evaluate.datasets import load_dataset
+from flare.evaluate.harness import read_results
+from flare.evaluate.metrics import mean, percentile
+from flare.evaluate.prompts import style_for, template_for
+from flare.evaluate.report import paired
+from flare.text import repeated_ngram
+from flare.types import Passage
+from flare.verify.support import exemplar_leaks
+
+sys.path.insert(0, str(Path(__file__).parent))
+from calibrate import cases, score  # noqa: E402
+
+WORLD = Path(__file__).resolve().parents[1] / "world" / "data" / "world"
+COLUMNS = [
+    ("n", "n", 0), ("quality", "STR-EM", 3), ("rouge_l", "ROUGE-L", 3),
+    ("truth_fact_recall", "fact recall (truth)", 3), ("truth_cited_unsupported", "cited & unsupported (truth)", 3),
+    ("truth_unsupported_share", "unsupported (truth)", 3), ("truth_citation_precision", "citation precision (truth)", 3),
+    ("citation_recall", "citation recall (checker)", 3), ("citation_precision", "citation precision (checker)", 3),
+    ("cited_unsupported", "cited & unsupported (checker)", 3), ("shown_unsupported", "unmarked unsupported (checker)", 3),
+    ("flagged", "flagged", 3), ("leak", "exemplar leak", 3), ("loop", "looping", 3),
+    ("sentences", "sentences", 2), ("lm_calls", "LM calls", 2), ("retrievals", "retrievals", 2), ("p50", "p50 s", 1),
+]  # fmt: skip
+PAIRED = ("quality", "truth_fact_recall", "truth_cited_unsupported", "cited_unsupported", "unsupported")
+
+
+def corpus_of(dataset: str) -> dict[str, Passage]:
+    folder = WORLD if dataset == "world" else load_dataset(dataset).folder
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    return {str(r["id"]): Passage(str(r["id"]), r["text"], r.get("title", "")) for r in rows}
+
+
+def extras(rec: dict[str, Any], corpus: dict[str, Passage]) -> dict[str, float | None]:
+    """Exemplar leak and looping for one record (None for a failed example)."""
+    trace = rec.get("trace")
+    if rec.get("error") or not trace:
+        return {"leak": None, "loop": None}
+    sentences = [s["sentence"] for s in trace["steps"] if s.get("sentence")]
+    header = template_for(rec["dataset"], layout="plain", style=style_for(rec["settings"]["method"])).header
+    seen = {r["id"] for s in trace["steps"] for r in s["retrieved"]}
+    passages = [corpus[i] for i in seen if i in corpus]
+    leak = any(exemplar_leaks(s, header, rec["question"], passages) for s in sentences)
+    loop = any(repeated_ngram(s, 4) is not None for s in sentences)
+    return {"leak": float(leak), "loop": float(loop)}
+
+
+def table(records: list[dict[str, Any]], dataset: str) -> list[str]:
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        if r["dataset"] == dataset:
+            groups[r["method"]].append(r)
+    keys = [c for c in COLUMNS if any(_value(r, c[0]) is not None for rs in groups.values() for r in rs)
+            or c[0] in ("n", "p50")]  # fmt: skip
+    out = ["| method | " + " | ".join(c[1] for c in keys) + " |", "|---|" + "---|" * len(keys)]
+    for method, rs in groups.items():
+        cells = []
+        for key, _, digits in keys:
+            if key == "n":
+                value: float = len(rs)
+            elif key == "p50":
+                value = percentile([r["seconds"] for r in rs], 50)
+            else:
+                value = mean(_value(r, key) for r in rs)
+            cells.append("–" if math.isnan(value) else f"{value:.{digits}f}")
+        out.append(f"| {method} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _value(rec: dict[str, Any], key: str) -> float | None:
+    if key in ("sentences", "lm_calls", "retrievals"):
+        return float(rec[key])
+    v = rec["scores"].get(key, rec.get("_extra", {}).get(key))
+    return None if v is None else float(v)
+
+
+def paired_tables(records: list[dict[str, Any]], dataset: str, reference: str) -> list[str]:
+    out = []
+    for metric in PAIRED:
+        pairs = paired(records, dataset, reference, metric=metric)
+        if not pairs:
+            continue
+        out += [f"Paired with `{reference}`: Δ {metric} (method − reference, 95% bootstrap interval, sign test)", "",
+                "| method | n | better | worse | Δ | 95% interval | p |", "|---|---|---|---|---|---|---|"]
+        lower_better = "unsupported" in metric
+        for p in pairs:
+            better, worse = (p.losses, p.wins) if lower_better else (p.wins, p.losses)
+            out.append(f"| {p.method} | {p.n} | {better} | {worse} | {p.delta:+.3f} | [{p.low:+.3f}, {p.high:+.3f}] "
+                       f"| {p.p_sign:.3f} |")
+        out.append("")
+    return out
+
+
+def plot(records: list[dict[str, Any]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = list(dict.fromkeys(r["dataset"] for r in records))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(6 * len(datasets), 4.5), squeeze=False)
+    for ax, ds in zip(axes[0], datasets, strict=True):
+        world = ds == "world"
+        xk, yk = ("truth_cited_unsupported", "truth_fact_recall") if world else ("cited_unsupported", "quality")
+        groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in records:
+            if r["dataset"] == ds:
+                groups[r["method"]].append(r)
+        for method, rs in groups.items():
+            x, y = mean(_value(r, xk) for r in rs), mean(_value(r, yk) for r in rs)
+            ax.scatter(x, y)
+            ax.annotate(method, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.set(title=ds, xlabel=xk.replace("_", " "), ylabel=yk.replace("_", " "))
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", type=Path, nargs="+")
+    ap.add_argument("--reference", required=True, help="the method label every method is paired with")
+    ap.add_argument("--checker-run", default="flare:verify=flag", help="world method whose sentences score the checker")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    records = [r for p in args.results for r in read_results(p)]
+    corpora: dict[str, dict[str, Passage]] = {}
+    for r in records:
+        corpus = corpora.setdefault(r["dataset"], corpus_of(r["dataset"]))
+        r["_extra"] = extras(r, corpus)
+    lines = ["# Verified answers: held-out results", ""]
+    for ds in dict.fromkeys(r["dataset"] for r in records):
+        lines += [f"## {ds}", "", *table(records, ds), "", *paired_tables(records, ds, args.reference)]
+    world_files = [p for p in args.results if any(r["dataset"] == "world" for r in read_results(p))]
+    if world_files:
+        flagged = [r for p in world_files for r in read_results(p) if r["method"] == args.checker_run]
+        tmp = args.out / "_checker.jsonl"
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in flagged), encoding="utf-8")
+        cs = [c for c in cases(WORLD, [tmp], None) if c.colocate and c.relation]
+        tmp.unlink()
+        from flare.verify.support import DEFAULT
+
+        p, rec, f1, bad, n = score(cs, DEFAULT)
+        lines += ["## The checker against the world's truth", "",
+                  f"Sentences of `{args.checker_run}` ({n} with claims, {bad} unsupported in truth), default thresholds: "
+                  f"precision {p:.3f}, recall {rec:.3f}, F1 {f1:.3f} of the flag.", ""]  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "analysis.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    plot(records, args.out / "support_vs_quality.png")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
