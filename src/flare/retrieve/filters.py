@@ -179,7 +179,7 @@ def coerce(value: Scalar, like: Any) -> Scalar | None:
         return None
     if isinstance(like, float):
         if isinstance(value, int) and not isinstance(value, bool):
-            return float(value) if abs(value) < 2**1023 else math.copysign(math.inf, value)
+            return float(value) if abs(value) < 2**1023 else (math.inf if value > 0 else -math.inf)
         if isinstance(value, float):
             return value
         return float(value) if isinstance(value, str) and _FLOAT.fullmatch(value) else None
