@@ -36,15 +36,18 @@ def _after(real: Callable[..., Any], when: Callable[..., bool], sig: signal.Sign
 
 
 def arm(point: str, sig: signal.Signals) -> None:
+    """Replace one function of the real code with itself plus the signal (module globals, so
+    the code under test calls the wrapper)."""
+    index_globals, os_globals = vars(tantivy_index), vars(os)
     if point == "writing":
         calls = iter(range(1, 1_000_000))
-        tantivy_index._document = _after(tantivy_index._document, lambda *a: next(calls) == 3, sig)  # type: ignore[assignment]
+        index_globals["_document"] = _after(tantivy_index._document, lambda *a: next(calls) == 3, sig)
     elif point == "params":
-        tantivy_index.write_params = _after(tantivy_index.write_params, lambda *a, **k: True, sig)  # type: ignore[assignment]
+        index_globals["write_params"] = _after(atomic.write_params, lambda *a, **k: True, sig)
     elif point == "swap":
-        atomic.os.replace = _after(os.replace, lambda src, dst: ".old-" in os.path.basename(dst), sig)  # type: ignore[assignment]
+        os_globals["replace"] = _after(os.replace, lambda src, dst: ".old-" in os.path.basename(dst), sig)
     elif point == "swapped":
-        atomic.os.replace = _after(os.replace, lambda src, dst: ".building-" in os.path.basename(src), sig)  # type: ignore[assignment]
+        os_globals["replace"] = _after(os.replace, lambda src, dst: ".building-" in os.path.basename(src), sig)
     else:
         raise SystemExit(f"unknown point {point!r}")
 
