@@ -142,3 +142,9 @@ def test_hostile_filters_are_one_line(index: Path, expr: str) -> None:
     out = flare("ask", "q?", "--index", str(index), "--filter", expr)
     one_line_error(out, "filter")
     assert len(out.stderr) < 400
+
+
+def test_a_question_that_is_not_utf8_is_one_line(index: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "flare", "ask", b"Who \xff founded?", "--index", str(index)],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    one_line_error(out, "not valid Unicode")

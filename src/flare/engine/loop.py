@@ -229,6 +229,11 @@ def check_question(question: str) -> str:
             f"the question is {len(question)} characters long",
             f"keep it under {MAX_QUESTION_CHARS} characters",
         )
+    if not question.isascii() and any("\ud800" <= c <= "\udfff" for c in question):
+        raise InputError(
+            "the question is not valid Unicode (a lone surrogate, e.g. from bytes that are not UTF-8)",
+            "pass the question as UTF-8 text",
+        )
     return " ".join(question.split())
 
 
