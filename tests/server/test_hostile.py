@@ -100,11 +100,19 @@ def test_megabyte_filters_and_questions_are_refused_while_healthz_answers(server
     ]
     stop = threading.Event()
     health: list[int] = []
+    problems: list[str] = []
 
     def poll() -> None:
-        with server.client(timeout=10) as probe:
+        # A hang detector, not a speed test: before the fix one such filter held the loop ~37 s
+        # (a 1 MB one, hours); 30 s leaves room for a loaded machine.
+        with server.client(timeout=30) as probe:
             while not stop.is_set():
-                health.append(probe.get("/healthz").status_code)
+                try:
+                    health.append(probe.get("/healthz").status_code)
+                except httpx.TransportError as err:
+                    health.append(-1)
+                    problems.append(repr(err))
+                    return
 
     poller = threading.Thread(target=poll)
     poller.start()
@@ -118,7 +126,7 @@ def test_megabyte_filters_and_questions_are_refused_while_healthz_answers(server
     _error(replies[1], 400, "filters.0", "at most 1000 characters")
     _error(replies[2], 400, "question", "at most 4000 characters")
     _error(replies[3], 400, "filters", "at most 16 items")
-    assert health and set(health) == {200}
+    assert health and set(health) == {200}, problems
 
 
 def test_bodies_over_the_default_limit_are_413_before_parsing(index_dir: Path) -> None:

@@ -81,8 +81,14 @@ def validate(model: type[M], raw: bytes) -> M:
     try:
         return model.model_validate_json(raw)
     except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in err.errors()[:5])
+        problems = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in err.errors()[:5])
         raise ApiError(400, "invalid_request_error", f"invalid request: {problems}") from None
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    """A field path for an error message: a caller's key is shown quoted and cut to one short line."""
+    parts = [str(p) if str(p).isidentifier() or isinstance(p, int) else repr(str(p)[:40]) for p in loc]
+    return ".".join(parts) or "body"
 
 
 async def trusted_filters(service: Service, principal: Principal, exprs: list[str]) -> Filters:
