@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from flare.errors import FilterError
+from flare.errors import FilterError, UnknownFieldError
 
 Op = Literal["eq", "gte", "gt", "lte", "lt"]
 Scalar = str | int | float | bool
@@ -144,14 +144,14 @@ def _condition(expr: str) -> Condition:
     return Condition(name, op, tuple(parse_value(v.strip()) for v in values))
 
 
-def unknown_field(name: str, known: Iterable[str]) -> FilterError:
+def unknown_field(name: str, known: Iterable[str]) -> UnknownFieldError:
     """The error for a filter on a field the index does not have.
 
     The field names are in the hint, not the message: a server passes the message to callers
     and keeps the index's schema to itself (see docs/serving.md, threat model).
     """
     fields = ", ".join(known) or "(none)"
-    return FilterError(
+    return UnknownFieldError(
         f"unknown filter field {name!r}",
         f"this index has meta fields: {fields}; filter on one of them, or rebuild the index with that field in meta",
     )

@@ -19,7 +19,7 @@ from starlette.requests import Request
 
 from flare.config import Settings
 from flare.engine.events import Finished
-from flare.errors import ConfigError, FilterError, InputError
+from flare.errors import ConfigError, FilterError, InputError, UnknownFieldError
 from flare.retrieve.filters import MAX_FILTER_CHARS, Filters
 from flare.server.auth import KeyStore, Principal
 from flare.server.errors import ApiError, unauthorized
@@ -110,8 +110,10 @@ def check_filters(service: Service, principal: Principal, exprs: list[str]) -> F
         raise ApiError(400, "invalid_request_error", str(err)) from None
     try:
         service.retriever.check_filters(flt)  # rejects unknown fields before any work
-    except (FilterError, InputError) as err:
+    except UnknownFieldError as err:
         raise ApiError(400, "invalid_request_error", f"{err.message} (hint: {_FIELD_HINT})") from None
+    except (FilterError, InputError) as err:
+        raise ApiError(400, "invalid_request_error", str(err)) from None
     return flt
 
 
