@@ -79,8 +79,9 @@ def build_index(
     The index is built in a temporary directory beside ``index_dir`` and renamed into place, so
     a failed build (bad input, an exception, Ctrl-C, SIGTERM in the CLI) leaves the old index
     intact and no temporary directory behind; a build killed outright leaves debris that the
-    next build deletes (see :mod:`flare.retrieve.atomic`). ``progress=True`` shows a tqdm bar on stderr; a callable gets
-    ``(done, total)``. Passages are read into memory first because the schema (one typed field
+    next build deletes (see :mod:`flare.retrieve.atomic`). The size and SHA-256 of every file
+    go into the params file, and opening checks them. ``progress=True`` shows a tqdm bar on
+    stderr; a callable gets ``(done, total)``. Passages are read into memory first because the schema (one typed field
     per meta key) must be known before the first one is written.
     """
     started = time.perf_counter()
