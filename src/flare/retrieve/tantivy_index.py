@@ -1,7 +1,8 @@
 """The embedded BM25 retriever: a tantivy index in a plain directory, no server needed.
 
 An index directory holds tantivy's files plus ``flare-index.json``, which records the format
-version, the passage count, the analyzer and every metadata field with its type. The schema is
+version, the passage count, the analyzer, every metadata field with its type, and the size and
+SHA-256 of every file (checked on open: :mod:`flare.retrieve.integrity`). The schema is
 derived from the data:
 
 * ``id`` — raw (exact) and stored, for :meth:`TantivyRetriever.get`;
