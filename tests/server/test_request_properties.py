@@ -9,10 +9,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flare.server.chat import ChatRequest, _question
+from flare.server.chat import ChatBody, ChatRequest, _question
 from flare.server.common import check_media_type, validate
 from flare.server.errors import ApiError
-from flare.server.routes import AnswerRequest
+from flare.server.routes import AnswerBody, AnswerRequest
 
 PROPERTY = settings(max_examples=200, deadline=2_000, database=None,
                     suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
@@ -32,13 +32,13 @@ def _encode(value: Any) -> bytes:
     return json.dumps(value, allow_nan=True).encode("utf-8", "surrogatepass")
 
 
-def _outcome(model: type[AnswerRequest] | type[ChatRequest], raw: bytes) -> None:
+def _outcome(model: type[AnswerBody] | type[ChatBody], raw: bytes) -> None:
     try:
         body = validate(model, raw)
     except ApiError as err:
         assert err.status == 400 and err.message and "\n" not in err.message
         return
-    if isinstance(body, ChatRequest):
+    if isinstance(body, ChatBody):
         try:
             question = _question(body)
         except ApiError as err:
