@@ -148,3 +148,9 @@ def test_a_question_that_is_not_utf8_is_one_line(index: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "flare", "ask", b"Who \xff founded?", "--index", str(index)],
                          capture_output=True, text=True, timeout=300)  # fmt: skip
     one_line_error(out, "not valid Unicode")
+
+
+def test_an_index_path_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": "Alpha is a letter."}) + "\n", encoding="utf-8")
+    one_line_error(flare("index", str(corpus), "--index", str(corpus / "idx")), "cannot create", "writable")

@@ -38,6 +38,7 @@ from flare.errors import CorpusIndexError
 PARAMS_FILE = "flare-index.json"
 SWAP_WAIT_SECONDS = 30.0  # how long opening waits for a build that is between its two renames
 _KINDS = ("building", "old", "trash")
+_HINT_WRITABLE = "an index is built beside its final place: choose an --index in a writable folder"
 
 
 @contextlib.contextmanager
@@ -48,7 +49,10 @@ def building(target: Path) -> Iterator[Path]:
     an interrupted swap and deletes what killed builds left behind, before anything else.
     On any exception the new directory is deleted and the old index stays.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CorpusIndexError(f"cannot create {target.parent}: {err.strerror}", _HINT_WRITABLE) from None
     with _build_lock(target, wait=None):
         _recover(target)
         _clean(target)
@@ -97,7 +101,7 @@ def recover(target: Path) -> bool:
     try:
         with _build_lock(target, wait=SWAP_WAIT_SECONDS):
             return _recover(target)
-    except OSError:  # a read-only parent directory: nothing can be renamed there anyway
+    except OSError:  # renaming failed: the caller reports the missing index
         return False
 
 
@@ -219,7 +223,10 @@ def _build_lock(target: Path, *, wait: float | None) -> Iterator[None]:
     path = target.parent / f".{target.name}.lock"
     deadline = None if wait is None else time.monotonic() + wait
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise CorpusIndexError(f"cannot write in {target.parent}: {err.strerror}", _HINT_WRITABLE) from None
         try:
             if deadline is None:
                 fcntl.flock(fd, fcntl.LOCK_EX)
