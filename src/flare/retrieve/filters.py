@@ -144,7 +144,7 @@ def _condition(expr: str) -> Condition:
     return Condition(name, op, tuple(parse_value(v.strip()) for v in values))
 
 
-def unknown_field(name: str, known: Iterable[str]) -> UnknownFieldError:
+def unknown_field(name: str, known: Iterable[str], *, where: str = "this index") -> UnknownFieldError:
     """The error for a filter on a field the index does not have.
 
     The field names are in the hint, not the message: a server passes the message to callers
@@ -153,7 +153,7 @@ def unknown_field(name: str, known: Iterable[str]) -> UnknownFieldError:
     fields = ", ".join(known) or "(none)"
     return UnknownFieldError(
         f"unknown filter field {name!r}",
-        f"this index has meta fields: {fields}; filter on one of them, or rebuild the index with that field in meta",
+        f"{where} has meta fields: {fields}; filter on one of them, or rebuild the index with that field in meta",
     )
 
 

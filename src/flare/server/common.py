@@ -97,7 +97,7 @@ async def trusted_filters(service: Service, principal: Principal, exprs: list[st
 
 
 def check_filters(service: Service, principal: Principal, exprs: list[str]) -> Filters:
-    """:func:`trusted_filters` in the calling thread (it searches the index: not on the event loop).
+    """:func:`trusted_filters` in the calling thread (it may wait for the index: not on the event loop).
 
     A filter on a field the index lacks is a 400 that names the field but not the fields the
     index has: the schema is the operator's business (docs/serving.md, threat model).
