@@ -6,6 +6,7 @@
     ├── ConfigError          a setting or option value is invalid
     ├── InputError           a question, document or corpus line is unusable
     ├── FilterError          a filter expression is malformed or names an unknown field
+    │   └── UnknownFieldError    the field is not in the index (its hint lists the fields)
     ├── ModelError           a model file is missing/unloadable or lacks a needed capability
     ├── CorpusIndexError     an index is missing, corrupt or of an unknown format version
     └── RetrieverError       a search failed
@@ -36,6 +37,14 @@ class InputError(FlareError):
 
 class FilterError(FlareError):
     """A metadata filter is malformed, names an unknown field or has a value of the wrong type."""
+
+
+class UnknownFieldError(FilterError):
+    """A filter names a metadata field the index does not have.
+
+    The message names the field; the hint lists the index's fields, so a server can show
+    callers the message alone.
+    """
 
 
 class ModelError(FlareError):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +95,62 @@ def test_index_and_ask_take_backend_specs(tmp_path: Path) -> None:
                  "--model", "openai:http://127.0.0.1:9/v1#none")
     one_line_error(down, "127.0.0.1:9")
     one_line_error(flare("ask", "q?", "--index", "nosuch:thing"))
+
+
+def _damaged_copy(index: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "damaged"
+    shutil.copytree(index, copy)
+    store = next(p for p in copy.iterdir() if p.suffix == ".store")
+    os.truncate(store, store.stat().st_size // 2)
+    return copy
+
+
+def test_a_damaged_index_is_one_line_for_ask_and_serve(index: Path, tmp_path: Path) -> None:
+    damaged = _damaged_copy(index, tmp_path)
+    one_line_error(flare("ask", "q?", "--index", str(damaged)), "damaged", "rebuild")
+    keys = tmp_path / "keys.toml"
+    keys.write_text('[[keys]]\nkey = "sk-test-0123456789abcdef"\nprincipal = "p"\ngroups = ["g"]\n', encoding="utf-8")
+    served = flare("serve", "--index", str(damaged), "--keys", str(keys), "--port", "0")
+    one_line_error(served, "damaged", "rebuild")  # refused before the server starts
+
+
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        ('[[keys]]\nkey = "sk-test-0123456789abcdef"\nprincipal = "p"\ngroups = ["g"]\n', ("'p'", "'acl'")),
+        ('acl_field = "year"\n[[keys]]\nkey = "sk-test-0123456789abcdef"\nprincipal = "p"\ngroups = ["g"]\n'
+         'filters = ["colour=red"]\n', ("'p'", "'colour'")),
+    ],
+)
+def test_a_key_file_that_does_not_fit_the_index_is_one_line(
+    index: Path, tmp_path: Path, config: str, words: tuple[str, ...]
+) -> None:
+    keys = tmp_path / "keys.toml"
+    keys.write_text(config, encoding="utf-8")
+    out = flare("serve", "--index", str(index), "--keys", str(keys), "--port", "0")
+    one_line_error(out, "key file", *words)
+    assert "acl_field" in out.stderr  # the hint names the setting to fix
+
+
+def test_the_question_is_checked_before_the_model(index: Path, tmp_path: Path) -> None:
+    one_line_error(flare("ask", "  ", "--index", str(index), "--model", str(tmp_path / "no.gguf")),
+                   "question is empty")  # fmt: skip
+
+
+@pytest.mark.parametrize("expr", ["acl=" + "x" * 2_000, "acl=a\x01b", "acl=x" + " " * 63_000 + "y"])
+def test_hostile_filters_are_one_line(index: Path, expr: str) -> None:
+    out = flare("ask", "q?", "--index", str(index), "--filter", expr)
+    one_line_error(out, "filter")
+    assert len(out.stderr) < 400
+
+
+def test_a_question_that_is_not_utf8_is_one_line(index: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "flare", "ask", b"Who \xff founded?", "--index", str(index)],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    one_line_error(out, "not valid Unicode")
+
+
+def test_an_index_path_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": "Alpha is a letter."}) + "\n", encoding="utf-8")
+    one_line_error(flare("index", str(corpus), "--index", str(corpus / "idx")), "cannot create", "writable")

@@ -48,6 +48,8 @@ def test_key_file_toml_and_json(tmp_path: Path) -> None:
         ([{"principal": "a"}], "exactly one"),
         ([{"key": KEY, "principal": ""}], "principal"),
         ([{"key": KEY, "principal": "a", "groups": "staff"}], "groups"),
+        ([{"key": KEY, "principal": "a", "groups": ["st\udfffaff"]}], "printable"),
+        ([{"key": KEY, "principal": "a", "groups": ["staff\n"]}], "printable"),
         ([{"key": KEY, "principal": "a", "filters": ["year=="]}], "filter"),
         ([{"key": KEY, "principal": "a", "admin": True}], "unknown field"),
         ([{"key": KEY, "principal": "a"}, {"key": KEY, "principal": "b"}], "twice"),

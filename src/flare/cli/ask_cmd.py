@@ -10,7 +10,7 @@ import click
 
 from flare.cli.narrate import KeepLast, narrate
 from flare.cli.options import run_options, settings_from
-from flare.engine.loop import Flare
+from flare.engine.loop import Flare, check_question
 from flare.lm.registry import resolve_model
 from flare.retrieve.filters import Filters
 from flare.retrieve.registry import open_retriever
@@ -43,6 +43,7 @@ def ask(
     **opts: Any,
 ) -> None:
     """Answer QUESTION from the passages in --index, citing them."""
+    check_question(question)  # the cheapest mistakes first: before the index and the model load
     settings = settings_from(opts)  # a bad config file or FLARE_* variable fails first, cheaply
     flt = Filters.parse(filters)
     retriever = open_retriever(index_spec)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from types import FrameType
 
 import click
 
@@ -27,8 +30,19 @@ cli.add_command(serve)
 cli.add_command(eval_command)
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that cleanup runs (a half-built index is deleted)."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not interrupt the cleanup
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI and turn every :class:`FlareError` into a one-line message."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)  # `flare serve`: uvicorn installs its own
     try:
         cli.main(args=argv, prog_name="flare", standalone_mode=False)
     except click.exceptions.Abort:
@@ -44,3 +58,6 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("flare: interrupted", err=True)
         sys.exit(130)
+    except Terminated:
+        click.echo("flare: terminated", err=True)
+        sys.exit(143)

@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from flare.cli.options import run_options, settings_from
-from flare.errors import ConfigError
+from flare.errors import ConfigError, CorpusIndexError, FlareError
+from flare.retrieve.base import Retriever
 
 
 @click.command()
@@ -81,6 +82,7 @@ def serve(
         import uvicorn
 
         from flare.server import KeyStore, Limits, create_app
+        from flare.server.app import check_principals
         from flare.server.logs import configure
     except ImportError as err:
         raise ConfigError(
@@ -95,6 +97,8 @@ def serve(
     settings = settings_from(opts)
     keys = KeyStore.load(keys_path)
     retriever = open_retriever(index_spec)
+    probe(retriever, index_spec)
+    check_principals(retriever, keys)
     limits = Limits(
         max_concurrency=max_concurrency,
         max_body_bytes=max_body_bytes,
@@ -104,9 +108,13 @@ def serve(
         max_sentences=settings.max_sentences,
     )
 
-    def engine() -> Flare:
-        tracer = JsonlTracer(trace_path) if trace_path else None
-        return Flare(resolve_model(model_spec, n_threads=threads), retriever, settings, tracer=tracer)
+    # Everything that can fail on the operator's input fails here, as one line, before uvicorn.
+    lm = resolve_model(model_spec, n_threads=threads)
+    load = getattr(lm, "load", None)
+    if callable(load):
+        load()
+    tracer = JsonlTracer(trace_path) if trace_path else None
+    engine = Flare(lm, retriever, settings, tracer=tracer)
 
     configure(log_level)
     click.echo(f"flare: serving {index_spec} on http://{host}:{port} (viewer: /viewer/)", err=True)
@@ -118,3 +126,16 @@ def serve(
         access_log=False,  # flare.server writes one JSON line per request instead
         timeout_graceful_shutdown=5,
     )
+
+
+def probe(retriever: Retriever, spec: str) -> None:
+    """Refuse to serve an index that cannot answer one search (checked once, at start-up)."""
+    try:
+        retriever.search("flare start-up probe", k=1)
+    except FlareError:
+        raise
+    except Exception as err:
+        raise CorpusIndexError(
+            f"{spec}: the index cannot answer a probe search ({type(err).__name__}: {err})",
+            "rebuild it with: flare index CORPUS --index SPEC",
+        ) from None

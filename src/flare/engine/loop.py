@@ -81,7 +81,7 @@ class Flare:
     ) -> Iterator[Event]:
         """Yield progress events and each *accepted* sentence, then :class:`Finished`."""
         s = settings or self.settings
-        question = _check_question(question)
+        question = check_question(question)
         policy = policy_for(s)
         if policy.needs_logprobs and s.theta > 0 and not self.lm.supports_logprobs:
             raise ModelError(
@@ -220,13 +220,19 @@ class Flare:
         self.tracer.emit(t)
 
 
-def _check_question(question: str) -> str:
+def check_question(question: str) -> str:
+    """The question with its whitespace normalised, or an InputError saying what is wrong."""
     if not isinstance(question, str) or not question.strip():
         raise InputError("the question is empty", 'ask something, e.g. flare ask "Who founded Versace?"')
     if len(question) > MAX_QUESTION_CHARS:
         raise InputError(
             f"the question is {len(question)} characters long",
             f"keep it under {MAX_QUESTION_CHARS} characters",
+        )
+    if not question.isascii() and any("\ud800" <= c <= "\udfff" for c in question):
+        raise InputError(
+            "the question is not valid Unicode (a lone surrogate, e.g. from bytes that are not UTF-8)",
+            "pass the question as UTF-8 text",
         )
     return " ".join(question.split())
 

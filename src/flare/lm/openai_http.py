@@ -22,7 +22,9 @@ What the server sends back is normalised to the :class:`~flare.lm.base.LanguageM
   endpoint (``/tokenize`` or ``/extras/tokenize``). Only the tokens that the key and the key
   after a space encode to as single tokens are biased, a narrower set than the in-process
   backend's "every token starting with the key".
-* **Retries** with exponential backoff on connection errors, timeouts, 429 and 5xx.
+* **Retries** with exponential backoff on connection errors, timeouts, 429 and 5xx. A stream
+  that ends without a finish reason (the server dropped it mid-answer) is sent again once, then
+  fails with a :class:`~flare.errors.ModelError`: a cut-off text is never taken as a sentence.
 
 Example::
 
@@ -232,15 +234,25 @@ class OpenAIHTTPModel:
         character itself, so a streamed byte token makes the caller fall back to a plain request.
         """
         want = "logprobs" in body
-        events = self._stream("/completions", {**body, "stream": True})
-        with contextlib.closing(events):  # returning early closes the connection at once
-            return self._read_stream(events, stop_when, want)
+        for attempt in range(2):
+            events = self._stream("/completions", {**body, "stream": True})
+            try:
+                with contextlib.closing(events):  # returning early closes the connection at once
+                    return self._read_stream(events, stop_when, want)
+            except _StreamCut as cut:
+                if attempt:
+                    raise ModelError(
+                        f"{self.base_url}: the completion stream was cut off twice ({cut}); the answer is incomplete",
+                        "the server drops streams (llama.cpp's Python server does when another request "
+                        "arrives): send it one request at a time, or use llama-server or vLLM",
+                    ) from None
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _read_stream(
         events: Iterator[dict[str, Any]], stop_when: StopWhen, want: bool
     ) -> tuple[str, list[Piece], str, dict[str, Any]] | None:
-        text, pieces, finish, received = "", list[Piece](), "length", False
+        text, pieces, finish, received = "", list[Piece](), "", False
         for chunk in events:
             received = True
             choice = first_choice(chunk)
@@ -264,7 +276,12 @@ class OpenAIHTTPModel:
                         return text, pieces, "sentence", {}
             if choice.get("finish_reason"):
                 finish = finish_reason(choice["finish_reason"])
-        return (text, pieces, finish, {}) if received else None  # no events: not a streaming server
+        if not received:
+            return None  # no events: not a streaming server
+        if not finish:
+            # A stream that ends without saying why ended early: what came is not a whole answer.
+            raise _StreamCut(f"it ended after {len(text)} characters with no finish_reason")
+        return text, pieces, finish, {}
 
     def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         for attempt in range(self.max_retries + 1):
@@ -294,8 +311,8 @@ class OpenAIHTTPModel:
                     return
             except (httpx.ConnectError, httpx.ConnectTimeout) as err:  # nothing received yet
                 self._wait(attempt, None, f"{type(err).__name__}: {err}")
-            except httpx.TransportError as err:
-                raise ModelError(f"{self.base_url}: stream broke: {err}", SERVER_HINT) from None
+            except httpx.TransportError as err:  # the connection broke mid-stream
+                raise _StreamCut(f"{type(err).__name__}: {err}") from None
 
     def _wait(self, attempt: int, response: httpx.Response | None, why: str) -> None:
         if attempt >= self.max_retries:
@@ -382,6 +399,10 @@ class OpenAIHTTPModel:
             for token_id in self._bias_ids[key]:
                 out[str(token_id)] = out.get(str(token_id), 0.0) + value
         return out
+
+
+class _StreamCut(Exception):
+    """A completion stream ended before its finish reason; the caller retries it once."""
 
 
 def from_spec(rest: str, **options: Any) -> OpenAIHTTPModel:

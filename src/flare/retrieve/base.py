@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
-from flare.errors import FilterError
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import Filters, unknown_field
 from flare.types import Hit
 
 __all__ = ["Retriever", "check_fields"]
@@ -51,16 +50,14 @@ class Retriever(Protocol):
 
 
 def check_fields(filters: Filters | None, known: Iterable[str], *, where: str = "this index") -> None:
-    """Raise :class:`FilterError` for the first field of ``filters`` not in ``known``.
+    """Raise :class:`~flare.errors.UnknownFieldError` for the first field of ``filters`` not in ``known``.
 
-    The one wording of the unknown-field error, shared by every backend.
+    The one wording of the unknown-field error, shared by every backend; the field list is in
+    the hint (:func:`~flare.retrieve.filters.unknown_field`), so a server can hide it.
     """
     if not filters:
         return
     names = list(known)
     for name in filters.fields:
         if name not in names:
-            raise FilterError(
-                f"unknown filter field {name!r}; {where} has meta fields: {', '.join(names) or '(none)'}",
-                "filter on one of those fields, or rebuild the index with that field in meta",
-            )
+            raise unknown_field(name, names, where=where)

@@ -42,6 +42,8 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 _I64 = (-(2**63), 2**63 - 1)
 _HINT_META = "meta values must be strings, numbers, booleans, or lists of one of those"
 
+_SURROGATE = re.compile(r"[\ud800-\udfff]")  # from "\udfff" escapes in JSON: no index can store one
+
 ScalarType = Literal["int", "float", "str", "bool"]
 _SCALAR_TYPES: dict[type, ScalarType] = {int: "int", float: "float", str: "str", bool: "bool"}
 
@@ -76,6 +78,7 @@ class MetaSchema:
         for key, value in meta.items():
             if not isinstance(key, str) or not key:
                 raise InputError(f"{where}: meta key {key!r} is not a non-empty string", _HINT_META)
+            check_unicode(key, "a meta key", where)
             kind = _kind_of(key, value, where)
             known = self._kinds.get(key)
             first = self._seen_at.get(key) or self._untyped.get(key)
@@ -99,6 +102,18 @@ class MetaSchema:
         return dict(sorted(kinds.items()))
 
 
+def check_unicode(text: str, what: str, where: str) -> None:
+    """Refuse a lone UTF-16 surrogate (valid in a Python str and a JSON escape, not in UTF-8)."""
+    if _SURROGATE.search(text):
+        raise InputError(f"{where}: {what} holds a lone surrogate (\\ud800-\\udfff escape), not valid Unicode",
+                         "fix the escape in the source; only whole characters can be indexed")  # fmt: skip
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return text[:200]
+
+
 def _type_clash(key: str, here: str, there: str, where: str, first: str | None) -> InputError:
     return InputError(
         f"{where}: meta field {key!r} is {here} here but {there} at {first}",
@@ -117,6 +132,8 @@ def _kind_of(key: str, value: Any, where: str) -> MetaKind | None:
                 f"{where}: meta field {key!r} has a value of unsupported type {type(item).__name__}",
                 _HINT_META,
             )
+        if isinstance(item, str):
+            check_unicode(item, f"meta field {key!r}", where)
         if isinstance(item, float) and not math.isfinite(item):
             raise InputError(f"{where}: meta field {key!r} is {item}, not a finite number", _HINT_META)
         if scalar == "int" and not _I64[0] <= item <= _I64[1]:
@@ -235,6 +252,9 @@ def _read_jsonl(file: Path) -> Iterator[Passage]:
                     f"{where}: malformed JSON ({err.msg} at column {err.colno})",
                     "each line must be one JSON object",
                 ) from None
+            except (ValueError, RecursionError) as err:  # an int of over 4,300 digits; deep nesting
+                raise InputError(f"{where}: unreadable JSON ({_first_line(err)})",
+                                 "each line must be one flat JSON object") from None  # fmt: skip
             doc = _document(obj, where)
             if doc.id in seen:
                 raise InputError(
@@ -270,6 +290,8 @@ def _document(obj: Any, where: str) -> Passage:
         meta = {}
     if not isinstance(meta, dict):
         raise InputError(f"{where}: 'meta' must be an object (id {doc_id!r})", hint)
+    for what, value in (("'id'", doc_id), ("'text'", text), ("'title'", title)):
+        check_unicode(value, what, where)
     return Passage(id=doc_id, text=text.strip(), title=title.strip(), meta=meta)
 
 
@@ -416,5 +438,7 @@ def check_passages(items: Sequence[Passage]) -> dict[str, MetaKind]:
         if p.id in seen:
             raise InputError(f"duplicate passage id {p.id!r}", "give every passage a unique id")
         seen.add(p.id)
+        for what, value in (("id", p.id), ("text", p.text), ("title", p.title)):
+            check_unicode(value, what, f"passage {p.id!r}")
         schema.add(p.meta, f"passage {p.id!r}")
     return schema.fields

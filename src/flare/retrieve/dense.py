@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -39,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flare.errors import ConfigError, CorpusIndexError, InputError, RetrieverError
-from flare.retrieve.atomic import read_params, swap_in, write_params
+from flare.retrieve.atomic import building, read_params, write_params
 from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, check_passages
 from flare.retrieve.filters import Filters
@@ -258,10 +256,7 @@ def _write(target: Path, items: list[Passage], vectors: Vectors, kinds: dict[str
                                "replace it", "choose an empty or new directory")  # fmt: skip
     if vectors.shape != (len(items), embedder.dim):
         raise RetrieverError(f"embedder returned {vectors.shape}, expected ({len(items)}, {embedder.dim})")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.building-{uuid.uuid4().hex[:8]}"
-    try:
-        tmp.mkdir()
+    with building(target) as tmp:
         np.save(tmp / VECTORS_FILE, np.ascontiguousarray(vectors, dtype=np.float32))
         with (tmp / PASSAGES_FILE).open("w", encoding="utf-8") as fh:
             for p in items:
@@ -273,10 +268,6 @@ def _write(target: Path, items: list[Passage], vectors: Vectors, kinds: dict[str
             "meta_fields": {k: {"type": v.type, "list": v.is_list} for k, v in kinds.items()},
         }  # fmt: skip
         write_params(tmp, params, name=PARAMS_FILE)
-        swap_in(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def _read_passages(path: Path) -> list[Passage]:

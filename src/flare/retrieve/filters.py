@@ -14,6 +14,11 @@ Expression syntax (CLI ``--filter`` and :meth:`Filters.parse`)::
 Values are compared with the type of the stored field: ``year=2026`` matches a year stored as
 the number 2026 and one stored as the string "2026".
 
+Parsing takes time linear in the expression (one scan for the operator, no backtracking
+pattern), and an expression is at most :data:`MAX_FILTER_CHARS` characters with at most
+:data:`MAX_FILTER_VALUES` alternatives, so a filter from a request cannot cost more than a few
+microseconds. Control characters and lone surrogates are rejected: no index can store them.
+
 Example::
 
     >>> trusted = Filters.parse(["acl=finance"])
@@ -24,29 +29,51 @@ Example::
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from flare.errors import FilterError
+from flare.errors import FilterError, UnknownFieldError
 
 Op = Literal["eq", "gte", "gt", "lte", "lt"]
 Scalar = str | int | float | bool
 
-_EXPR = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.\-]*)\s*(>=|<=|=|>|<)\s*(.*?)\s*$")
+MAX_FILTER_CHARS = 1_000  # a field name, an operator and a few values; group lists come from key files
+MAX_FILTER_VALUES = 100  # alternatives in one field=a|b|… (each one is a clause of the search)
 _OPS: dict[str, Op] = {"=": "eq", ">=": "gte", ">": "gt", "<=": "lte", "<": "lt"}
-_INT = re.compile(r"^[+-]?\d+$")
-_FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
+# Every pattern here is matched whole (fullmatch) and has no nested or overlapping repetition,
+# so the regex engine does a bounded amount of work per character.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
+_UNSAFE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\ud800-\udfff]")  # control characters (not tab), lone surrogates
+_MAX_INT_DIGITS = 4_000  # int() refuses more than 4,300 digits (CPython's guard against slow parsing)
+_SYNTAX_HINT = "write field=value, field=a|b, or field>=value (also <=, >, <)"
 
 
 def parse_value(raw: str) -> Scalar:
     """Turn a filter value written as text into an int, float or string."""
-    if _INT.match(raw):
-        return int(raw)
-    if _FLOAT.match(raw):
+    if _INT.fullmatch(raw):
+        return int(raw) if len(raw) <= _MAX_INT_DIGITS else raw
+    if _FLOAT.fullmatch(raw):
         return float(raw)
     return raw
+
+
+def split_expression(expr: str) -> tuple[str, str, str] | None:
+    """``(field, operator, value)`` of one expression, or None if it has no operator.
+
+    Linear time: the operator is the first of ``<``, ``>``, ``=`` (a field name holds none of
+    them), and everything else is ``str.find``/``str.strip`` over the text once.
+    """
+    found = [i for i in (expr.find("<"), expr.find(">"), expr.find("=")) if i >= 0]
+    if not found:
+        return None
+    at = min(found)
+    sym = expr[at : at + 2] if expr[at] in "<>" and expr[at + 1 : at + 2] == "=" else expr[at]
+    return expr[:at].strip(), sym, expr[at + len(sym) :].strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +116,52 @@ class Condition:
         return f"{self.field}{sym}{'|'.join(str(v) for v in self.values)}"
 
 
+def _condition(expr: str) -> Condition:
+    if not isinstance(expr, str):
+        raise FilterError(f"a filter must be text, got {type(expr).__name__}", _SYNTAX_HINT)
+    if len(expr) > MAX_FILTER_CHARS:
+        raise FilterError(
+            f"a filter is {len(expr)} characters long, the limit is {MAX_FILTER_CHARS}",
+            "filter on a short value; put long lists of groups in the key file",
+        )
+    shown = _shown(expr)
+    if _UNSAFE.search(expr):
+        raise FilterError(f"filter {shown} holds a control character or invalid Unicode",
+                          "write the value as plain text")  # fmt: skip
+    parts = split_expression(expr)
+    if parts is None or not parts[2] or not _NAME.fullmatch(parts[0]):
+        raise FilterError(f"cannot parse filter {shown}", _SYNTAX_HINT)
+    name, sym, raw = parts
+    if raw[0] in "<>=":
+        raise FilterError(f"cannot parse filter {shown}", "use a single operator: = >= <= > <")
+    op = _OPS[sym]
+    values = raw.split("|") if op == "eq" else [raw]
+    if len(values) > MAX_FILTER_VALUES:
+        raise FilterError(f"filter {shown} has {len(values)} alternatives, the limit is {MAX_FILTER_VALUES}",
+                          "split the filter, or give the principal a group in the key file")  # fmt: skip
+    if any(not v.strip() for v in values):
+        raise FilterError(f"filter {shown} has an empty value", "remove the stray '|'")
+    return Condition(name, op, tuple(parse_value(v.strip()) for v in values))
+
+
+def unknown_field(name: str, known: Iterable[str], *, where: str = "this index") -> UnknownFieldError:
+    """The error for a filter on a field the index does not have.
+
+    The field names are in the hint, not the message: a server passes the message to callers
+    and keeps the index's schema to itself (see docs/serving.md, threat model).
+    """
+    fields = ", ".join(known) or "(none)"
+    return UnknownFieldError(
+        f"unknown filter field {name!r}",
+        f"{where} has meta fields: {fields}; filter on one of them, or rebuild the index with that field in meta",
+    )
+
+
+def _shown(expr: str) -> str:
+    """The expression for an error message, cut so that one line stays readable."""
+    return repr(expr if len(expr) <= 80 else expr[:77] + "...")
+
+
 def coerce(value: Scalar, like: Any) -> Scalar | None:
     """``value`` converted to the type of a stored value ``like``, or None if it cannot be."""
     if isinstance(like, bool):
@@ -101,11 +174,15 @@ def coerce(value: Scalar, like: Any) -> Scalar | None:
             return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
-        return int(value) if isinstance(value, str) and _INT.match(value) else None
+        if isinstance(value, str) and _INT.fullmatch(value) and len(value) <= _MAX_INT_DIGITS:
+            return int(value)
+        return None
     if isinstance(like, float):
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        return float(value) if isinstance(value, str) and _FLOAT.match(value) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return float(value) if abs(value) < 2**1023 else (math.inf if value > 0 else -math.inf)
+        if isinstance(value, float):
+            return value
+        return float(value) if isinstance(value, str) and _FLOAT.fullmatch(value) else None
     if isinstance(like, str):
         return str(value)
     return None
@@ -120,23 +197,7 @@ class Filters:
     @classmethod
     def parse(cls, exprs: Iterable[str]) -> Filters:
         """Parse ``field=value`` style expressions (see the module docstring)."""
-        conditions = []
-        for expr in exprs:
-            m = _EXPR.match(expr)
-            if not m or not m.group(3):
-                raise FilterError(
-                    f"cannot parse filter {expr!r}",
-                    "write field=value, field=a|b, or field>=value (also <=, >, <)",
-                )
-            name, sym, raw = m.groups()
-            if raw[0] in "<>=":
-                raise FilterError(f"cannot parse filter {expr!r}", "use a single operator: = >= <= > <")
-            op = _OPS[sym]
-            parts = raw.split("|") if op == "eq" else [raw]
-            if any(not p.strip() for p in parts):
-                raise FilterError(f"filter {expr!r} has an empty value", "remove the stray '|'")
-            conditions.append(Condition(name, op, tuple(parse_value(p.strip()) for p in parts)))
-        return cls(tuple(conditions))
+        return cls(tuple(_condition(expr) for expr in exprs))
 
     @classmethod
     def any_of(cls, field: str, values: Sequence[Scalar]) -> Filters:

@@ -1,7 +1,8 @@
 """The embedded BM25 retriever: a tantivy index in a plain directory, no server needed.
 
 An index directory holds tantivy's files plus ``flare-index.json``, which records the format
-version, the passage count, the analyzer and every metadata field with its type. The schema is
+version, the passage count, the analyzer, every metadata field with its type, and the size and
+SHA-256 of every file (checked on open: :mod:`flare.retrieve.integrity`). The schema is
 derived from the data:
 
 * ``id`` — raw (exact) and stored, for :meth:`TantivyRetriever.get`;
@@ -20,14 +21,13 @@ fails them is never scored, never returned and cannot push a permitted passage o
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import math
 import operator
-import shutil
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,10 +37,11 @@ from tantivy import FieldType, Occur, Query
 
 from flare.errors import CorpusIndexError, InputError
 from flare.retrieve.analyzers import ANALYZER_NAME, analyze
-from flare.retrieve.atomic import PARAMS_FILE, read_params, swap_in, write_params
+from flare.retrieve.atomic import PARAMS_FILE, building, read_params, write_params
 from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, MetaSchema, check_passages
 from flare.retrieve.filters import Condition, Filters, Scalar, coerce
+from flare.retrieve.integrity import check_files, digests
 from flare.types import Hit, Passage
 
 FORMAT = "flare-bm25"
@@ -53,6 +54,7 @@ ProgressCallback = Callable[[int, int], None]
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 _SAMPLE: dict[str, Scalar] = {"int": 0, "float": 0.0, "str": "", "bool": False}
 _HINT_BUILD = "build it with: flare index CORPUS --index DIR"
+_HINT_REBUILD = "rebuild it with: flare index CORPUS --index DIR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +78,11 @@ def build_index(
     """Index ``passages`` into ``index_dir``, replacing any index there only once complete.
 
     The index is built in a temporary directory beside ``index_dir`` and renamed into place, so
-    a failed build (bad input, an exception, Ctrl-C) leaves the old index intact and no temporary
-    directory behind. ``progress=True`` shows a tqdm bar on stderr; a callable gets
-    ``(done, total)``. Passages are read into memory first because the schema (one typed field
+    a failed build (bad input, an exception, Ctrl-C, SIGTERM in the CLI) leaves the old index
+    intact and no temporary directory behind; a build killed outright leaves debris that the
+    next build deletes (see :mod:`flare.retrieve.atomic`). The size and SHA-256 of every file
+    go into the params file, and opening checks them. ``progress=True`` shows a tqdm bar on
+    stderr; a callable gets ``(done, total)``. Passages are read into memory first because the schema (one typed field
     per meta key) must be known before the first one is written.
     """
     started = time.perf_counter()
@@ -86,14 +90,8 @@ def build_index(
     items = list(passages)
     kinds = check_passages(items)
     _check_target(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.building-{uuid.uuid4().hex[:8]}"
-    try:
+    with building(target) as tmp:
         _write(items, kinds, tmp, progress, heap_size)
-        swap_in(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return IndexInfo(target, len(items), kinds, ANALYZER_NAME, time.perf_counter() - started)
 
 
@@ -116,7 +114,6 @@ def _write(
 ) -> None:
     from tqdm import tqdm
 
-    tmp.mkdir()
     names = {key: f"m{i}" for i, key in enumerate(kinds)}
     index = tantivy.Index(_schema(kinds, names), path=str(tmp))
     bar = tqdm(total=len(items), desc="indexing", unit="passage", file=sys.stderr, disable=progress is not True)
@@ -130,7 +127,7 @@ def _write(
                     progress(done, len(items))
 
     _commit(index, heap_size, add_all)
-    params = {
+    params: dict[str, Any] = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "count": len(items),
@@ -139,6 +136,7 @@ def _write(
             key: {"type": kind.type, "list": kind.is_list, "field": names[key]} for key, kind in kinds.items()
         },
         "tantivy": str(getattr(tantivy, "__version__", "")),
+        "files": digests(tmp, skip=(PARAMS_FILE,)),
     }
     write_params(tmp, params)
 
@@ -212,25 +210,49 @@ class TantivyRetriever:
 
     name = "bm25"
 
-    def __init__(self, index_dir: str | Path) -> None:
+    def __init__(self, index_dir: str | Path, *, verify: bool = True) -> None:
+        """Open and check an index; ``verify=False`` skips the file digests (sizes are still
+        checked), for indexes so large that reading them once per open is too slow."""
         self.index_dir = Path(index_dir)
         params = _read_params(self.index_dir)
         self.meta_fields, self._names = _meta_fields(params, self.index_dir / PARAMS_FILE)
-        try:
+        check_files(self.index_dir, params.get("files"), full=verify, hint=_HINT_REBUILD)
+        with self._damage("cannot open index"):
             self._index = tantivy.Index.open(str(self.index_dir))
-        except (OSError, ValueError) as err:
-            raise CorpusIndexError(
-                f"{self.index_dir}: cannot open index: {err}", f"rebuild it: {_HINT_BUILD}"
-            ) from None
-        self._schema = self._index.schema
-        self._searcher = self._index.searcher()
+            self._schema = self._index.schema
+            self._searcher = self._index.searcher()
         if self._searcher.num_docs != params["count"]:
             raise CorpusIndexError(
                 f"{self.index_dir}: index holds {self._searcher.num_docs} passages, params file "
                 f"says {params['count']}; the index is incomplete",
-                f"rebuild it: {_HINT_BUILD}",
+                _HINT_REBUILD,
             )
         self._terms: dict[str, list[str]] = {}
+        self._probe()
+
+    def _probe(self) -> None:
+        """Use every part a search reads (schema fields, terms, postings, stored passages) once,
+        so that a damaged index fails here, with a hint, and not in the middle of an answer."""
+        with self._damage("the index fails a probe search"):
+            for key, name in self._names.items():
+                Query.term_query(self._schema, name, _SAMPLE[self.meta_fields[key].type])
+            first = self._searcher.terms_with_prefix("body", "", limit=1)
+            if first:
+                query = Query.term_query(self._schema, "body", first[0][0])
+                for _, addr in self._searcher.search(query, limit=1, count=False).hits:
+                    self._passage(self._searcher.doc(addr))
+
+    @contextlib.contextmanager
+    def _damage(self, what: str) -> Iterator[None]:
+        """Turn what the search library raises on a damaged index into one CorpusIndexError."""
+        try:
+            yield
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise CorpusIndexError(f"{self.index_dir}: {what}: {_one_line(err)}", _HINT_REBUILD) from None
+        except BaseException as err:
+            if type(err).__name__ != "PanicException":  # pyo3's, raised when the Rust side panics
+                raise
+            raise CorpusIndexError(f"{self.index_dir}: {what}: {_one_line(err)}", _HINT_REBUILD) from None
 
     def __len__(self) -> int:
         return int(self._searcher.num_docs)
@@ -247,8 +269,9 @@ class TantivyRetriever:
         terms = [(Occur.Should, Query.term_query(self._schema, "body", t)) for t in tokens]
         clauses = [(Occur.Must, Query.boolean_query(terms))]
         clauses += [(Occur.Must, Query.const_score_query(m, 0.0)) for m in musts if m is not None]
-        result = self._searcher.search(Query.boolean_query(clauses), limit=k, count=False)
-        return [Hit(self._passage(self._searcher.doc(addr)), float(s)) for s, addr in result.hits]
+        with self._damage("search failed"):
+            result = self._searcher.search(Query.boolean_query(clauses), limit=k, count=False)
+            return [Hit(self._passage(self._searcher.doc(addr)), float(s)) for s, addr in result.hits]
 
     def check_filters(self, filters: Filters | None) -> None:
         """Raise :class:`~flare.errors.FilterError` if ``filters`` names a field this index does not have."""
@@ -293,24 +316,36 @@ class TantivyRetriever:
         self._write(change)
 
     def _write(self, change: Callable[[Any], None]) -> None:
-        """Apply ``change`` in one commit, then refresh the searcher and the params count."""
+        """Apply ``change`` in one commit, then refresh the searcher, the count and the checksums.
+
+        The checksums are dropped from the params file before the commit and written again
+        after it, so a crash in between leaves an index that opens (unverified), not one that
+        fails its own checksums.
+        """
+        params = _read_params(self.index_dir)
+        if params.pop("files", None) is not None:
+            write_params(self.index_dir, params)
         _commit(self._index, 32_000_000, change)
         self._index.reload()
         self._searcher = self._index.searcher()
         self._terms.clear()
-        params = _read_params(self.index_dir)
         params["count"] = int(self._searcher.num_docs)
+        params["files"] = digests(self.index_dir, skip=(PARAMS_FILE,))
         write_params(self.index_dir, params)
 
     def get(self, passage_id: str) -> Passage | None:
         """The passage with this id, or None if the index has none."""
         query = Query.term_query(self._schema, "id", passage_id)
-        hits = self._searcher.search(query, limit=1, count=False).hits
-        return self._passage(self._searcher.doc(hits[0][1])) if hits else None
+        with self._damage("lookup failed"):
+            hits = self._searcher.search(query, limit=1, count=False).hits
+            return self._passage(self._searcher.doc(hits[0][1])) if hits else None
 
     def _passage(self, doc: tantivy.Document) -> Passage:
+        """The stored passage; a damaged store gives ValueError/KeyError/TypeError (see _damage)."""
         stored = json.loads(bytes(doc.get_first("passage") or b"{}"))
-        return Passage(str(doc.get_first("id")), stored["text"], stored["title"], stored["meta"])
+        if not isinstance(stored, dict) or not isinstance(stored["meta"], dict):
+            raise ValueError("a stored passage is not a JSON object")
+        return Passage(str(doc.get_first("id")), str(stored["text"]), str(stored["title"]), stored["meta"])
 
     def _condition(self, cond: Condition) -> Query | None:
         """A query matching exactly what ``cond.matches`` accepts, or None if that is nothing.
@@ -378,6 +413,11 @@ def _str_range(terms: list[str], op: str, value: str) -> list[str]:
         return terms[cut(terms, value) :]
     cut = bisect.bisect_right if op == "lte" else bisect.bisect_left
     return terms[: cut(terms, value)]
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _read_params(index_dir: Path) -> dict[str, Any]:

@@ -28,7 +28,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flare.engine.loop import Flare
-from flare.errors import FlareError
+from flare.errors import ConfigError, FlareError
+from flare.retrieve.base import Retriever
 from flare.server import chat, routes
 from flare.server.auth import KeyStore
 from flare.server.errors import ApiError
@@ -50,7 +51,7 @@ def create_app(engine: Flare | Callable[[], Flare], keys: KeyStore, limits: Limi
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         flare = engine if isinstance(engine, Flare) else await anyio.to_thread.run_sync(engine)
-        _check_principals(flare, keys)
+        check_principals(flare.retriever, keys)
         load = getattr(flare.lm, "load", None)
         if callable(load):
             await anyio.to_thread.run_sync(load)  # fail before serving, not on the first request
@@ -75,13 +76,20 @@ def create_app(engine: Flare | Callable[[], Flare], keys: KeyStore, limits: Limi
     return app
 
 
-def _check_principals(flare: Flare, keys: KeyStore) -> None:
-    """Every principal's filters must name fields the index has, or no answer could work."""
+def check_principals(retriever: Retriever, keys: KeyStore) -> None:
+    """Every principal's filters must name fields the index has, or no answer could work.
+
+    ``flare serve`` calls this before the server starts, so a key file that does not fit the
+    index is one line with a hint, not a failed start-up.
+    """
     for principal in keys.principals:
         try:
-            flare.retriever.check_filters(principal.filters)
+            retriever.check_filters(principal.filters)
         except FlareError as err:
-            raise FlareError(f"key file: principal {principal.name!r}: {err.message}", err.hint) from None
+            raise ConfigError(
+                f"key file: principal {principal.name!r}: {err.message}",
+                f"{err.hint}; the key file's acl_field (default 'acl') and filters must name fields of the index",
+            ) from None
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:

@@ -149,8 +149,8 @@ def _principal(entry: dict[str, Any], acl_field: str, at: str) -> Principal:
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"{at}: 'principal' must be a non-empty string", _HINT)
     groups = entry.get("groups", [])
-    if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
-        raise ConfigError(f"{at}: 'groups' must be a list of non-empty strings", _HINT)
+    if not isinstance(groups, list) or not all(isinstance(g, str) and g and g.isprintable() for g in groups):
+        raise ConfigError(f"{at}: 'groups' must be a list of non-empty strings of printable characters", _HINT)
     exprs = entry.get("filters", [])
     if not isinstance(exprs, list) or not all(isinstance(e, str) for e in exprs):
         raise ConfigError(f"{at}: 'filters' must be a list of filter expressions", _HINT)

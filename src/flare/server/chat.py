@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -25,7 +26,10 @@ from flare.engine.loop import MAX_QUESTION_CHARS
 from flare.server import sse
 from flare.server.common import (
     CLIENT_CLOSED,
+    MAX_FILTERS,
+    STRICT,
     ClientGone,
+    FilterExpr,
     authenticate,
     chained,
     collect,
@@ -43,7 +47,7 @@ from flare.types import Answer
 
 
 class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", **STRICT)
 
     role: str
     content: str | list[dict[str, Any]] | None = None
@@ -52,7 +56,7 @@ class ChatMessage(BaseModel):
 class ChatBody(BaseModel):
     """The OpenAI chat request, plus flare's filters (settings: see :data:`ChatRequest`)."""
 
-    model_config = ConfigDict(extra="allow")  # clients send many knobs; unknown ones are ignored
+    model_config = ConfigDict(extra="allow", **STRICT)  # clients send many knobs; unknown ones are ignored
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)
@@ -60,7 +64,7 @@ class ChatBody(BaseModel):
     n: int | None = None
     max_tokens: int | None = None
     max_completion_tokens: int | None = None
-    filters: list[str] = Field(default_factory=list)
+    filters: list[FilterExpr] = Field(default_factory=list, max_length=MAX_FILTERS)
 
 
 ChatRequest = with_setting_fields(ChatBody, "ChatRequest")
@@ -72,9 +76,9 @@ async def chat_completions(request: Request) -> Response:
     body = await parse(request, ChatRequest)
     if body.n not in (None, 1):
         raise ApiError(400, "invalid_request_error", "n must be 1: answers are deterministic")
-    question = _question(body)
+    question = await anyio.to_thread.run_sync(_question, body)
     service: Service = request.app.state.service
-    flt = trusted_filters(service, principal, body.filters)
+    flt = await trusted_filters(service, principal, body.filters)
     given = request_values(body)
     asked = (body.max_tokens, body.max_completion_tokens, given.get("max_output_tokens"))
     out_tokens = min((t for t in asked if t is not None), default=None)

@@ -1,20 +1,26 @@
 """Steps every answering route shares: authenticate, read and validate the body, build the
-trusted filters and budgets, start the run, and turn worker failures into HTTP errors."""
+trusted filters and budgets, start the run, and turn worker failures into HTTP errors.
+
+Nothing that depends on the request's content runs on the event loop: the body is parsed and
+validated, and the filters are parsed and checked against the index, in a worker thread, so a
+hostile request cannot stall ``/healthz`` or other callers. Each step is linear in the body,
+which :class:`~flare.server.limits.Limits` caps.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncGenerator
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 from starlette.requests import Request
 
 from flare.config import Settings
 from flare.engine.events import Finished
-from flare.errors import ConfigError, FilterError, FlareError, InputError
-from flare.retrieve.filters import Filters
+from flare.errors import ConfigError, FilterError, InputError, UnknownFieldError
+from flare.retrieve.filters import MAX_FILTER_CHARS, Filters
 from flare.server.auth import KeyStore, Principal
 from flare.server.errors import ApiError, unauthorized
 from flare.server.limits import Limits, read_body
@@ -23,8 +29,13 @@ from flare.server.runner import Failure, Item, Run, Service
 from flare.types import Answer
 
 M = TypeVar("M", bound=BaseModel)
+# Request models validate strictly ("yes" is not a bool, "5" and true are not ints) and refuse
+# NaN and Infinity; filters are capped in number and length before anything parses them.
+STRICT = ConfigDict(strict=True, allow_inf_nan=False)
+FilterExpr = Annotated[str, StringConstraints(max_length=MAX_FILTER_CHARS)]
 DISCONNECT_POLL = 0.5  # seconds between checks that a non-streaming client is still there
 MAX_FILTERS = 16
+_FIELD_HINT = "filter on a metadata field of this index; the operator can tell you which ones exist"
 CLIENT_CLOSED = 499  # nginx's "client closed request": logged, never seen by a client
 
 
@@ -42,27 +53,66 @@ def authenticate(request: Request) -> Principal:
 
 
 async def parse(request: Request, model: type[M]) -> M:
+    """The body as ``model``: UTF-8 JSON only, validated strictly, in a worker thread."""
     limits: Limits = request.app.state.limits
+    check_media_type(request.headers.get("content-type"))
     raw = await read_body(request, limits.max_body_bytes)
+    return await anyio.to_thread.run_sync(validate, model, raw)
+
+
+def check_media_type(content_type: str | None) -> None:
+    """415 for a body declared in another charset than UTF-8 (JSON is UTF-8, RFC 8259)."""
+    for param in (content_type or "").split(";")[1:]:
+        name, _, value = param.partition("=")
+        charset = value.strip().strip('"').lower()
+        if name.strip().lower() == "charset" and charset not in ("utf-8", "utf8"):
+            raise ApiError(415, "unsupported_media_type",
+                           f"the body is declared as {charset[:40]!r}; send UTF-8 JSON")  # fmt: skip
+
+
+def validate(model: type[M], raw: bytes) -> M:
+    """Parse and validate ``raw`` (linear time; pydantic's parser also refuses lone surrogates,
+    NaN and Infinity, and nesting deeper than a few hundred levels)."""
     try:
-        data = json.loads(raw or b"null")
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, "invalid_request_error", "the body is not valid JSON") from None
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ApiError(400, "invalid_request_error",
+                       f"the body is not UTF-8 (byte {err.start}); send UTF-8 JSON") from None  # fmt: skip
     try:
-        return model.model_validate(data)
+        return model.model_validate_json(raw)
     except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in err.errors()[:5])
+        problems = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in err.errors()[:5])
         raise ApiError(400, "invalid_request_error", f"invalid request: {problems}") from None
 
 
-def trusted_filters(service: Service, principal: Principal, exprs: list[str]) -> Filters:
+def _where(loc: tuple[int | str, ...]) -> str:
+    """A field path for an error message: a caller's key is shown quoted and cut to one short line."""
+    parts = [str(p) if str(p).isidentifier() or isinstance(p, int) else repr(str(p)[:40]) for p in loc]
+    return ".".join(parts) or "body"
+
+
+async def trusted_filters(service: Service, principal: Principal, exprs: list[str]) -> Filters:
     """The principal's filters narrowed by the request's: a request can never widen them (C1)."""
+    return await anyio.to_thread.run_sync(check_filters, service, principal, exprs)
+
+
+def check_filters(service: Service, principal: Principal, exprs: list[str]) -> Filters:
+    """:func:`trusted_filters` in the calling thread (it may wait for the index: not on the event loop).
+
+    A filter on a field the index lacks is a 400 that names the field but not the fields the
+    index has: the schema is the operator's business (docs/serving.md, threat model).
+    """
     if len(exprs) > MAX_FILTERS:
         raise ApiError(400, "invalid_request_error", f"at most {MAX_FILTERS} filters per request")
     try:
         flt = principal.filters.narrow(Filters.parse(exprs))
+    except FilterError as err:
+        raise ApiError(400, "invalid_request_error", str(err)) from None
+    try:
         service.retriever.check_filters(flt)  # rejects unknown fields before any work
-    except FlareError as err:
+    except UnknownFieldError as err:
+        raise ApiError(400, "invalid_request_error", f"{err.message} (hint: {_FIELD_HINT})") from None
+    except (FilterError, InputError) as err:
         raise ApiError(400, "invalid_request_error", str(err)) from None
     return flt
 

@@ -15,7 +15,10 @@ from flare.engine.loop import MAX_QUESTION_CHARS
 from flare.server import sse
 from flare.server.common import (
     CLIENT_CLOSED,
+    MAX_FILTERS,
+    STRICT,
     ClientGone,
+    FilterExpr,
     authenticate,
     chained,
     collect,
@@ -39,10 +42,10 @@ VIEWER_CSP = (
 class AnswerBody(BaseModel):
     """Body of ``POST /v1/answers``, plus every request-settable setting (see :data:`AnswerRequest`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", **STRICT)
 
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
-    filters: list[str] = Field(default_factory=list)
+    filters: list[FilterExpr] = Field(default_factory=list, max_length=MAX_FILTERS)
     stream: bool = False
 
 
@@ -55,7 +58,7 @@ async def answers(request: Request) -> Response:
     principal = authenticate(request)
     body = await parse(request, AnswerRequest)
     service: Service = request.app.state.service
-    flt = trusted_filters(service, principal, body.filters)
+    flt = await trusted_filters(service, principal, body.filters)
     settings = settings_for(request, request_values(body))
     wants_stream = body.stream or "text/event-stream" in request.headers.get("accept", "")
     run = service.start(principal, body.question, flt, settings)
@@ -95,7 +98,22 @@ async def trace(request: Request) -> Response:
     found = service.traces.get(request.path_params["trace_id"], principal)
     if found is None:
         raise not_found("trace")
-    return JSONResponse(found)
+    return JSONResponse(caller_view(found))
+
+
+def caller_view(trace: dict[str, Any]) -> dict[str, Any]:
+    """A trace as its caller may see it: without retrieval scores.
+
+    A BM25 score depends on statistics of the whole index (how many passages hold a word, their
+    mean length), hidden passages included, so a caller could watch a visible passage's score
+    move as documents they cannot read are added. Ids, titles and the order stay; the operator's
+    trace file (``--trace``) keeps the scores.
+    """
+    steps = [
+        {**step, "retrieved": [{k: v for k, v in hit.items() if k != "score"} for hit in step.get("retrieved", [])]}
+        for step in trace.get("steps", [])
+    ]
+    return {**trace, "steps": steps}
 
 
 async def health(request: Request) -> Response:

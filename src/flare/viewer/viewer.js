@@ -144,8 +144,9 @@
     }
     if ((step.retrieved || []).length) {
       card.append(el("h3", null, "Retrieved passages"));
+      // The server leaves scores out of the traces it serves (they reveal hidden documents).
       card.append(table(["id", "title", "score"], step.retrieved.map((r) => [
-        [r.id, "pid"], [r.title || ""], [Number(r.score).toFixed(3), "num"],
+        [r.id, "pid"], [r.title || ""], [r.score === undefined ? "—" : Number(r.score).toFixed(3), "num"],
       ])));
     }
     card.append(el("h3", null, "Kept sentence"));
