@@ -7,6 +7,7 @@ from the passages, and the citations must point at passages that contain them.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,29 @@ def test_a_filter_hides_a_passage_that_would_rank_first(index: Path, tmp_path: P
     unfiltered = flare("ask", question, "--index", str(index), "--json", "--max-sentences", "1", "--threads", "2")
     assert unfiltered.returncode == 0, unfiltered.stderr
     assert "secret-1" in unfiltered.stdout
+
+
+@pytest.mark.parametrize("mode", ["flag", "drop"])
+def test_verified_answers_mark_or_remove_what_their_sources_do_not_back(index: Path, mode: str) -> None:
+    """The real model, the real index: every shown sentence is backed by what it cites, or marked."""
+    out = flare(
+        "ask", "Who built the Quillmere lighthouse, and what did its lamp burn?", "--index", str(index),
+        "--filter", "acl=public", "--json", "--verify", mode, "--max-sentences", "4", "--threads", "2",
+    )
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout)
+    texts = {s["n"]: s["id"] for s in answer["sources"]}
+    corpus = {d["id"]: f"{d['title']} {d['text']}" for d in CORPUS}
+    assert answer["sentences"], answer
+    for s in answer["sentences"]:
+        assert s["support"] in ("supported", "partial", "unsupported", "no_claims")
+        assert s["flagged"] == (s["support"] in ("partial", "unsupported") or not s["grounded"])
+        if mode == "drop":
+            assert not s["flagged"], s  # drop shows nothing its sources do not back
+        if s["support"] == "supported":  # every number it states is in a passage it cites
+            cited = " ".join(corpus[texts[n]] for n in s["citations"])
+            for number in re.findall(r"\d{3,}", s["text"]):
+                assert number in cited, (s, cited)
+        else:
+            assert "[?]" in answer["rendered"]
+    assert "secret-1" not in texts.values()
