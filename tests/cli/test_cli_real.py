@@ -94,7 +94,7 @@ def test_verified_answers_mark_or_remove_what_their_sources_do_not_back(index: P
     """The real model, the real index: every shown sentence is backed by what it cites, or marked."""
     out = flare(
         "ask", "Who built the Quillmere lighthouse, and what did its lamp burn?", "--index", str(index),
-        "--filter", "acl=public", "--json", "--verify", mode, "--max-sentences", "4", "--threads", "2",
+        "--filter", "acl=public", "--json", "--verify", mode, "--max-sentences", "4", "--threads", "1",
     )
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout)
