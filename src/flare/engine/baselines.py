@@ -2,10 +2,10 @@
 
 Each class here decides only *when* to retrieve and *with what query*; prompts, exemplars, ``k``
 and the documents block are the loop's (the template given to :class:`~flare.engine.loop.Flare`).
-Two methods need the exemplars annotated in their own way, and get a template whose exemplars
-are the same questions and answers with those annotations added (see
-:mod:`flare.evaluate.prompts`): self-ask ``Follow up:`` questions for ``decompose`` and
-``[Search(query)]`` tags for ``instruct``.
+Two methods need the exemplars annotated in their own way: self-ask ``Follow up:`` questions for
+``decompose`` and ``[Search(query)]`` tags for ``instruct``. The method table records that
+style; flare's built-in template then carries those exemplars (:mod:`flare.engine.prompt_styles`)
+and ``flare eval`` annotates the same questions and answers (:mod:`flare.evaluate.prompts`).
 
 * ``previous_window`` — every ``window_tokens`` tokens (the paper's l=16), retrieve with the
   previous window (the question for the first window) and write the next window from the hits.

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from flare.config import Settings
 from flare.engine.events import Event, Finished, SentenceAccepted
 from flare.engine.metered import MeteredLM
-from flare.engine.methods import check_method, policy_for
+from flare.engine.methods import check_method, policy_for, prompt_style
 from flare.engine.prompts import PromptTemplate
 from flare.engine.step import OMIT, Commit, RunState, StepContext
 from flare.engine.verification import verify
@@ -65,6 +65,8 @@ class Flare:
         self.settings = settings or Settings()
         check_method(self.settings.method)  # an unknown method fails here, not at the first answer
         self.template = template or PromptTemplate.for_model(getattr(lm, "chat_template", None))
+        # Built-in templates take the layout and exemplar style of each run's settings (see
+        # template_for); a template passed in is used as is.
         self.tracer: Tracer = tracer or NullTracer()
 
     def answer(
@@ -89,6 +91,7 @@ class Flare:
                 "use a backend with logprobs, or --method single / none",
             )
         flt = filters or Filters()
+        template = self.template_for(s)
         lm = MeteredLM(self.lm)
         trace = TraceRecord(
             trace_id=uuid.uuid4().hex,
@@ -109,7 +112,7 @@ class Flare:
                 break
             step = StepRecord(index=index, kind="draft")
             ctx = StepContext(
-                run, lm, self.retriever, self.template, step,
+                run, lm, self.retriever, template, step,
                 record_content=self.tracer.record_content,
             )
             before = lm.snapshot()
@@ -168,6 +171,16 @@ class Flare:
         )
         self._finish_trace(run, lm, answer)
         yield Finished(answer)
+
+    def template_for(self, settings: Settings) -> PromptTemplate:
+        """The prompt template a run with ``settings`` uses.
+
+        flare's built-in template comes in the run's ``layout`` (``auto``: the model's) and with
+        the exemplars its method needs (``[Search(...)]`` tags for ``instruct``, ``Follow up:``
+        questions for ``decompose``); a template given to the engine is used unchanged.
+        """
+        layout = None if settings.layout == "auto" else settings.layout
+        return self.template.adapted(layout=layout, style=prompt_style(settings.method))
 
     def _time_or_token_cap(self, run: RunState) -> str | None:
         if time.perf_counter() - run.started >= run.settings.max_seconds:
