@@ -16,10 +16,9 @@ import time
 from importlib.resources import files
 from pathlib import Path
 
-from flare import Filters, Flare, Settings, build_index, load_corpus
+from flare import Filters, Flare, Settings, build_retriever, load_corpus, open_retriever
 from flare.lm.llama import default_model_path
 from flare.lm.openai_http import OpenAIHTTPModel
-from flare.retrieve.tantivy_index import TantivyRetriever
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.lm_http.llama_server import llama_server
@@ -40,8 +39,8 @@ def main() -> None:
     args = ap.parse_args()
     handbook = Path(str(files("flare") / "data" / "examples" / "handbook.jsonl"))
     with tempfile.TemporaryDirectory() as tmp, llama_server(default_model_path(), threads=args.threads) as url:
-        build_index(load_corpus(handbook), Path(tmp) / "idx", progress=False)
-        retriever = TantivyRetriever(Path(tmp) / "idx")
+        build_retriever(str(Path(tmp) / "idx"), load_corpus(handbook), progress=False)
+        retriever = open_retriever(str(Path(tmp) / "idx"))
         lm = OpenAIHTTPModel(url, timeout=600)
         print(f"server {url} reports chat template: {lm.chat_template is not None}")
         rows: list[tuple[str, float, int, float]] = []
