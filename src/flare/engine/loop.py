@@ -31,7 +31,7 @@ from flare.retrieve.base import Retriever
 from flare.retrieve.filters import Filters
 from flare.trace.schema import StepRecord, TraceRecord
 from flare.trace.tracers import NullTracer, Tracer
-from flare.types import Answer, Citation, Sentence
+from flare.types import Answer, Citation, EndReason, Sentence
 from flare.verify.citations import supporting
 
 MAX_QUESTION_CHARS = 4000
@@ -104,7 +104,7 @@ class Flare:
             started_at=time.time(),
         )
         run = RunState(question, flt, s, trace, time.perf_counter())
-        stop_reason = "max_sentences"
+        stop_reason: EndReason = "max_sentences"
         for index in range(s.max_sentences):
             cap = self._time_or_token_cap(run)
             if cap:
@@ -135,8 +135,7 @@ class Flare:
                 stop_reason = "max_output_tokens"  # never commit half a sentence
                 break
             if any(piece.text == prev.text for prev in run.sentences) or piece.text in run.rejected:
-                step.decision += "+repetition"
-                stop_reason = "repetition"
+                stop_reason = "repetition"  # this step's sentence is the repeat: it is never committed
                 break
             checked: Commit | None = outcome
             if s.verify != "off":
@@ -182,7 +181,7 @@ class Flare:
         layout = None if settings.layout == "auto" else settings.layout
         return self.template.adapted(layout=layout, style=prompt_style(settings.method))
 
-    def _time_or_token_cap(self, run: RunState) -> str | None:
+    def _time_or_token_cap(self, run: RunState) -> EndReason | None:
         if time.perf_counter() - run.started >= run.settings.max_seconds:
             return "max_seconds"
         if run.output_tokens >= run.settings.max_output_tokens:

@@ -57,7 +57,7 @@ from flare.lm.openai_logprobs import (
     merge_pieces,
     pieces_of,
 )
-from flare.types import Completion
+from flare.types import Completion, FinishReason
 
 __all__ = ["OpenAIHTTPModel", "from_spec"]
 
@@ -245,7 +245,7 @@ class OpenAIHTTPModel:
 
     def _complete_streamed(
         self, body: Mapping[str, Any], stop_when: StopWhen
-    ) -> tuple[str, list[Piece], str, dict[str, Any]] | None:
+    ) -> tuple[str, list[Piece], FinishReason, dict[str, Any]] | None:
         """Stream until ``stop_when`` holds; None when the stream cannot carry the text.
 
         llama_cpp.server streams each byte token of a split character as "" and never sends the
@@ -269,8 +269,9 @@ class OpenAIHTTPModel:
     @staticmethod
     def _read_stream(
         events: Iterator[dict[str, Any]], stop_when: StopWhen, want: bool
-    ) -> tuple[str, list[Piece], str, dict[str, Any]] | None:
-        text, pieces, finish, received = "", list[Piece](), "", False
+    ) -> tuple[str, list[Piece], FinishReason, dict[str, Any]] | None:
+        text, pieces, received = "", list[Piece](), False
+        finish: FinishReason | None = None  # until the server says why it stopped
         for chunk in events:
             received = True
             choice = first_choice(chunk)
@@ -296,7 +297,7 @@ class OpenAIHTTPModel:
                 finish = finish_reason(choice["finish_reason"])
         if not received:
             return None  # no events: not a streaming server
-        if not finish:
+        if finish is None:
             # A stream that ends without saying why ended early: what came is not a whole answer.
             raise _StreamCut(f"it ended after {len(text)} characters with no finish_reason")
         return text, pieces, finish, {}
