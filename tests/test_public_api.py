@@ -11,7 +11,7 @@ PUBLIC = [
     "Filters", "Finished", "Flare", "FlareError", "Hit", "InputError", "JsonlTracer", "LanguageModel",
     "MemoryTracer", "ModelError", "Passage", "Retriever", "RetrieverError", "Rewriting", "Searching",
     "Sentence", "SentenceAccepted", "Settings", "TokenLogprob", "Tracer", "build_retriever",
-    "load_corpus", "open_retriever", "register_model", "register_retriever", "resolve_model",
+    "load_corpus", "open_retriever", "register_model", "register_policy", "register_retriever", "resolve_model",
 ]  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from flare.config import Settings
 from flare.engine.events import Event, Finished, Rewriting, Searching, SentenceAccepted
 from flare.engine.loop import Flare
+from flare.engine.methods import register_policy
 from flare.errors import (
     ConfigError,
     CorpusIndexError,
@@ -74,6 +75,7 @@ __all__ = [
     "load_corpus",
     "open_retriever",
     "register_model",
+    "register_policy",
     "register_retriever",
     "resolve_model",
 ]

@@ -24,6 +24,7 @@ Verify = Literal["off", "flag", "drop", "retry"]
 VERIFY_ORDER = ("off", "flag", "retry", "drop")
 """``verify`` from lenient to strict: a server request may only move it right (``stricter``)."""
 Language = Literal["auto", "en", "zh"]
+Layout = Literal["auto", "plain", "chatml"]
 RequestPolicy = Literal["free", "lower", "stricter", "operator"]
 """How a server request may set a setting: ``free`` any valid value; ``lower`` only below the
 server's value (budgets; a higher value is clamped); ``stricter`` only towards the strict end of
@@ -126,6 +127,10 @@ class Settings:
     # The previous-window baseline retrieves every l=16 tokens (paper).
     window_tokens: int = setting(16, "Tokens per window of the previous_window method.", low=1)
     language: Language = setting("auto", "Answer language for sentence splitting: auto, en or zh.")
+    # Which turn format flare's built-in prompts use. "auto" follows the chat template the model
+    # (or its server) reports; served models that report none need it set (SmolLM2: chatml).
+    layout: Layout = setting("auto", "Prompt layout: chatml (chat turns) or plain (one few-shot text); auto "
+                             "follows the model's chat template.", request="operator")
 
     def __post_init__(self) -> None:
         if not isinstance(self.method, str) or not self.method.strip():

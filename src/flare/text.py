@@ -33,6 +33,7 @@ HAN_RE = re.compile(f"[{HAN}]")
 # symbols (U+3000-U+303F), kana, and full-width forms.
 _WIDE = f"{HAN}\u3000-\u303f\u3040-\u30ff\uff00-\uffef"
 _WIDE_RE = re.compile(f"[{_WIDE}]")
+_PUNCT_RE = re.compile("[\u3000-\u303f\uff00-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]")  # CJK, full-width
 
 STOPWORDS = frozenset(
     [
@@ -60,17 +61,19 @@ def is_wide(ch: str) -> bool:
 
 
 def join_words(parts: Iterable[str]) -> str:
-    """Join pieces with single spaces, except next to Chinese text, which has none.
+    """Join pieces with single spaces, except between Chinese pieces and after full-width
+    punctuation (``。``, ``，`` …), which carries its own spacing. Words, queries and the
+    sentences of an answer are all joined this way.
 
-    >>> join_words(["Paris", "is", "big.", "它", "很大。"])
-    'Paris is big. 它很大。'
+    >>> join_words(["Paris", "is", "big.", "它", "很大。", "Bye."])
+    'Paris is big. 它很大。Bye.'
     """
     out = ""
     for p in parts:
         p = p.strip()
         if not p:
             continue
-        if out and not (is_wide(out[-1]) and is_wide(p[0])):
+        if out and not (is_wide(out[-1]) and is_wide(p[0])) and not _PUNCT_RE.match(out[-1]):
             out += " "
         out += p
     return out

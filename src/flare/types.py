@@ -9,7 +9,21 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from flare.text import join_words
+
+FinishReason = Literal["stop", "length", "sentence"]
+"""Why a completion ended: a stop sequence or the end of text (``stop``), ``max_tokens``
+(``length``), or the caller's ``stop_when`` (``sentence``, the end of a sentence)."""
+
+EndReason = Literal["end", "max_sentences", "max_output_tokens", "max_seconds", "no_evidence", "repetition"]
+"""Why an answer ended: the model finished (``end``), a budget, nothing found for a gap, or a
+sentence that repeated an earlier one. A policy ends an answer by returning one of these."""
+
+StopReason = EndReason | Literal[""]
+"""An answer's ``stop_reason``: its :data:`EndReason`, or ``""`` for a partial answer rendered
+while it is still being written."""
 
 MetaValue = str | int | float | bool | list[str] | list[int] | list[float]
 
@@ -42,7 +56,7 @@ class Completion:
 
     text: str
     tokens: tuple[TokenLogprob, ...]
-    finish_reason: str  # "stop" (stop sequence or end of text), "length", "sentence"
+    finish_reason: FinishReason
     prompt_tokens: int = 0
     prompt_tokens_evaluated: int = 0
     generated_tokens: int = 0
@@ -123,7 +137,7 @@ class Answer:
     question: str
     sentences: tuple[Sentence, ...]
     sources: tuple[Citation, ...]
-    stop_reason: str
+    stop_reason: StopReason
     trace_id: str
     retrievals: int = 0
     lm_calls: int = 0
@@ -132,7 +146,7 @@ class Answer:
     @property
     def text(self) -> str:
         """The answer as plain prose, without citation markers."""
-        return _join(s.text for s in self.sentences)
+        return join_words(s.text for s in self.sentences)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view: text, rendered text, sentences, sources and run figures."""
@@ -171,7 +185,7 @@ class Answer:
         for s in self.sentences:
             marks = "".join(f"[{n}]" for n in s.citations) + (UNVERIFIED_MARK if s.flagged else "")
             parts.append(_attach(s.text, marks))
-        return _join(parts)
+        return join_words(parts)
 
 
 UNVERIFIED_MARK = "[?]"
@@ -193,19 +207,3 @@ def _attach(text: str, marks: str) -> str:
     if stripped and stripped[-1] in ".!?。！？":
         return f"{stripped[:-1]}{marks}{stripped[-1]}"
     return f"{stripped}{marks}"
-
-
-def _join(parts: Any) -> str:
-    out = ""
-    for p in parts:
-        p = p.strip()
-        if not p:
-            continue
-        if out and not _is_cjk(out[-1]):
-            out += " "
-        out += p
-    return out
-
-
-def _is_cjk(ch: str) -> bool:
-    return "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"

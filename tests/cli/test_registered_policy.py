@@ -37,7 +37,7 @@ class QuestionEvery:
         yield Searching(ctx.index, 1)
         docs = [h.passage for h in ctx.search([ctx.run.question])]
         ctx.record.decision = "retrieve"
-        return Commit(ctx.generate(docs, "generate"), docs, True, bool(docs))
+        return Commit(ctx.generate(docs, "generate"), docs, retrieved=True, grounded=bool(docs))
 
 
 @pytest.fixture

@@ -117,3 +117,22 @@ def test_flare_ask_uses_file_environment_and_flags(tmp_path: Path) -> None:
     s = record["settings"]
     assert (s["method"], s["theta"], s["k"], s["max_sentences"]) == ("single", 0.3, 1, 1)
     assert record["method"] == "single" and len(record["steps"][0]["retrieved"]) == 1
+
+
+def test_flare_eval_applies_file_and_environment_under_each_spec(tmp_path: Path) -> None:
+    """The config file and FLARE_* reach every method of flare eval; a spec's own settings win."""
+    from tests.evaluate.test_harness import make_dataset
+
+    folder = make_dataset(tmp_path, n=1)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"rules": [{"say": " Emma Jane Whelan was his mother. So the answer is Emma."}]}))
+    (tmp_path / "flare.toml").write_text("k = 2\nmax_sentences = 3\ntheta = 0.3\n", encoding="utf-8")
+    out = flare("eval", "--dataset", str(folder), "--method", "single", "--method", "flare:theta=0.6",
+                "--model", f"scripted:{script}", "--out", "o", "--index-cache", "idx", "--no-progress",
+                cwd=tmp_path, env={"FLARE_MAX_SENTENCES": "2"})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    records = {r["method"]: r for r in map(json.loads, (tmp_path / "o" / "results.jsonl").read_text().splitlines())}
+    assert set(records) == {"single", "flare:theta=0.6"} and not [r for r in records.values() if r["error"]]
+    for r in records.values():
+        assert (r["settings"]["k"], r["settings"]["max_sentences"]) == (2, 2)
+    assert records["single"]["settings"]["theta"] == 0.3 and records["flare:theta=0.6"]["settings"]["theta"] == 0.6

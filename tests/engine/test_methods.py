@@ -17,7 +17,7 @@ from flare.engine.methods import (
     registered_methods,
     unregister_policy,
 )
-from flare.engine.step import Commit, StepContext, StepGen
+from flare.engine.step import Commit, Piece, StepContext, StepGen
 from flare.errors import ConfigError
 from flare.testing.memory import MemoryRetriever
 from flare.testing.scripted import ScriptedLM
@@ -36,11 +36,11 @@ class AskTwice:
 
     def step(self, ctx: StepContext) -> StepGen:
         if ctx.index == 2:
-            return "ask_twice_done"
+            return "end"  # a policy may end the answer
         yield Searching(ctx.index, 1)
         docs = [h.passage for h in ctx.search([ctx.run.question])]
         ctx.record.kind, ctx.record.decision = "ask_twice", "retrieve"
-        return Commit(ctx.generate(docs, "generate"), docs, True, bool(docs))
+        return Commit(ctx.generate(docs, "generate"), docs, retrieved=True, grounded=bool(docs))
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def test_a_registered_policy_runs_through_the_engine(ask_twice: str) -> None:
     retriever = MemoryRetriever(DOCS)
     engine = Flare(lm, retriever, Settings(method=ask_twice, k=2), template=BARE, tracer=tracer)
     answer = engine.answer("Who founded Versace?")
-    assert answer.stop_reason == "ask_twice_done"
+    assert answer.stop_reason == "end"
     assert [s.text for s in answer.sentences] == ["Gianni Versace founded it.", "He was from Milan."]
     assert answer.retrievals == 2 and all(s.retrieved for s in answer.sentences)
     assert [s.kind for s in tracer.traces[0].steps] == ["ask_twice", "ask_twice", "draft"]  # the stop step too
@@ -100,3 +100,11 @@ def test_registration_errors_say_what_to_do(ask_twice: str) -> None:
     with pytest.raises(ConfigError, match="prompt style"):
         register_policy("styled", AskTwice, style="chatty")  # type: ignore[arg-type]
     assert "styled" not in registered_methods()
+
+
+def test_commit_flags_are_keyword_only() -> None:
+    piece = Piece("Gianni Versace founded it.", (), False)
+    with pytest.raises(TypeError):
+        Commit(piece, (), True, False)  # type: ignore[call-arg]
+    c = Commit(piece, retrieved=True, grounded=False)
+    assert (c.docs, c.retrieved, c.grounded, c.support) == ((), True, False, None)

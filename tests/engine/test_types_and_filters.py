@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from flare.errors import FilterError
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import SYMBOLS, Filters, Op, holds
+from flare.text import join_words
 from flare.types import Answer, Citation, Sentence
 
 
@@ -83,3 +84,22 @@ def test_citations_prefer_passages_with_the_distinctive_words() -> None:
     assert sorted(supporting("Northwind Labs builds Floe sensors in Bergen.", docs)) == [1, 2]
     assert supporting("Nothing shared here.", docs) == [0, 1, 2]
     assert supporting("anything", []) == []
+
+
+@pytest.mark.parametrize("op", ["eq", "gte", "gt", "lte", "lt"])
+def test_each_operator_is_written_and_compared_in_one_place(op: Op) -> None:
+    """SYMBOLS spells an operator, holds() decides it: parsing, printing and matching agree."""
+    expr = f"year{SYMBOLS[op]}2025"
+    flt = Filters.parse([expr])
+    assert str(flt) == expr and flt.conditions[0].op == op
+    expected = {"eq": [False, True, False], "gte": [False, True, True], "gt": [False, False, True],
+                "lte": [True, True, False], "lt": [True, False, False]}[op]  # fmt: skip
+    years = (2024, 2025, 2026)
+    assert [holds(op, y, 2025) for y in years] == expected
+    assert [flt.matches({"year": y}) for y in years] == expected
+
+
+def test_answer_sentences_join_like_every_other_text() -> None:
+    """Answers, queries and prompts share one joining rule (flare.text.join_words)."""
+    a = Answer("q", (Sentence("它很好", True), Sentence("Bye.", True), Sentence("再见。", True)), (), "end", "t")
+    assert a.text == join_words(s.text for s in a.sentences) == "它很好 Bye. 再见。"

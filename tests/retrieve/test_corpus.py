@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from flare.errors import InputError
-from flare.retrieve.analyzers import HAN
 from flare.retrieve.corpus import MetaKind, MetaSchema, chunk, load_corpus, read_documents
+from flare.text import HAN
 from flare.types import Passage
 
 

@@ -20,7 +20,7 @@ from flare.engine.prompts import PromptTemplate
 from flare.lm.base import StopWhen
 from flare.server import KeyStore
 from flare.testing.scripted import ScriptedLM
-from flare.types import Completion, TokenLogprob
+from flare.types import Completion, FinishReason, TokenLogprob
 
 STAFF_KEY = "sk-staff-0123456789abcdef"
 FINANCE_KEY = "sk-finance-0123456789abcdef"
@@ -185,7 +185,8 @@ class SlowLM(ParrotLM):
 
 def _play(pieces: list[tuple[str, float]], max_tokens: int, stop_when: StopWhen | None) -> Completion:
     tokens: list[TokenLogprob] = []
-    text, finish = "", "stop"
+    text = ""
+    finish: FinishReason = "stop"
     for i, (piece, prob) in enumerate(pieces):
         if i >= max_tokens:
             finish = "length"

@@ -31,11 +31,8 @@ from flare.errors import ConfigError
 from flare.evaluate.datasets import DEFAULT_INDEX_CACHE, load_dataset
 from flare.evaluate.harness import RESULTS_FILE, Job, read_results, run_eval, task_of
 from flare.evaluate.methods import expand
-from flare.evaluate.prompts import Layout
 from flare.evaluate.report import write_report
 from flare.evaluate.world_score import truth_scores
-
-LAYOUTS: dict[str, Layout | None] = {"auto": None, "plain": "plain", "chatml": "chatml"}
 
 
 @click.command("eval")
@@ -59,8 +56,6 @@ LAYOUTS: dict[str, Layout | None] = {"auto": None, "plain": "plain", "chatml": "
 @click.option("--special-tokens/--no-special-tokens", default=True, show_default=True,
               help="Read <|im_start|> etc. in prompts as control tokens, as the chat models were trained; "
                    "safe here because evaluation passages are a trusted, fixed pool.")
-@click.option("--layout", type=click.Choice(["auto", "plain", "chatml"]), default="auto", show_default=True,
-              help="Prompt layout: chat turns (chatml) or one few-shot text (plain); auto follows the model.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Any setting for every method, e.g. --set max_output_tokens=128 (same as its flag). Repeatable.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True,
@@ -85,7 +80,6 @@ def eval_command(
     model_spec: str | None,
     threads: int | None,
     special_tokens: bool,
-    layout: str,
     sets: tuple[str, ...],
     out_dir: Path,
     index_cache: Path,
@@ -121,7 +115,7 @@ def eval_command(
         lm = resolve_model(model_spec, n_threads=threads, special_tokens=special_tokens)
         try:
             ran = run_eval(jobs, specs, lm, out_dir, overrides=overrides, retry_failed=retry_failed,
-                           progress=not no_progress, layout=LAYOUTS[layout], force=force_answer)
+                           progress=not no_progress, force=force_answer)
             click.echo(f"ran {ran} answers", err=True)
         finally:  # Ctrl-C too: the report covers every answer finished so far
             _report(out_dir)

@@ -2,10 +2,10 @@
 
 Each class here decides only *when* to retrieve and *with what query*; prompts, exemplars, ``k``
 and the documents block are the loop's (the template given to :class:`~flare.engine.loop.Flare`).
-Two methods need the exemplars annotated in their own way, and get a template whose exemplars
-are the same questions and answers with those annotations added (see
-:mod:`flare.evaluate.prompts`): self-ask ``Follow up:`` questions for ``decompose`` and
-``[Search(query)]`` tags for ``instruct``.
+Two methods need the exemplars annotated in their own way: self-ask ``Follow up:`` questions for
+``decompose`` and ``[Search(query)]`` tags for ``instruct``. The method table records that
+style; flare's built-in template then carries those exemplars (:mod:`flare.engine.prompt_styles`)
+and ``flare eval`` annotates the same questions and answers (:mod:`flare.evaluate.prompts`).
 
 * ``previous_window`` — every ``window_tokens`` tokens (the paper's l=16), retrieve with the
   previous window (the question for the first window) and write the next window from the hits.
@@ -30,8 +30,8 @@ from functools import partial
 
 from flare.engine.events import Event, Rewriting, Searching
 from flare.engine.sentences import ends_sentence, first_sentence_end
-from flare.engine.step import Commit, Piece, StepContext, StepGen, first_piece, initial_step
-from flare.types import Completion, Passage, TokenLogprob
+from flare.engine.step import Commit, Piece, StepContext, StepGen, cut_tokens, first_piece, initial_step
+from flare.types import Completion, FinishReason, Passage, TokenLogprob
 
 SEARCH_TAG = re.compile(r"\[Search\((.*?)\)\]", re.DOTALL)
 TAG_OPEN = "[Search("
@@ -76,7 +76,7 @@ class PreviousSentence:
         found = yield from _search_docs(ctx, ctx.run.sentences[-1].text)
         yield Rewriting(ctx.index)
         piece = ctx.generate(found.docs, "generate")
-        return Commit(piece, found.docs, found.retrieved, found.grounded)
+        return Commit(piece, found.docs, retrieved=found.retrieved, grounded=found.grounded)
 
 
 class Decompose:
@@ -100,13 +100,13 @@ class Decompose:
         previous = ctx.run.sentences[-1].text
         if not previous.startswith(FOLLOW_UP):
             ctx.record.kind, ctx.record.decision = "generate", "generate"
-            return Commit(ctx.generate(self.docs, "generate"), self.docs, False, True)
+            return Commit(ctx.generate(self.docs, "generate"), self.docs)
         ctx.record.kind = "follow_up"
         found = yield from _search_docs(ctx, previous[len(FOLLOW_UP) :].strip())
         if found.retrieved:
             self.docs = found.docs
         piece = ctx.generate(found.docs, "generate")
-        return Commit(piece, found.docs, found.retrieved, found.grounded)
+        return Commit(piece, found.docs, retrieved=found.retrieved, grounded=found.grounded)
 
 
 class PreviousWindow:
@@ -132,7 +132,7 @@ class PreviousWindow:
         budget = min(s.window_tokens, s.max_output_tokens - ctx.run.output_tokens)
         c = ctx.lm.complete(prompt, max_tokens=max(budget, 1), stop=ctx.template.stop)
         ctx.record.timings["generate"] = round(time.perf_counter() - t0, 4)
-        return Commit(window_piece(c), found.docs, found.retrieved, found.grounded)
+        return Commit(window_piece(c), found.docs, retrieved=found.retrieved, grounded=found.grounded)
 
 
 def window_piece(c: Completion) -> Piece:
@@ -166,7 +166,8 @@ class Instruct:
         text, tokens = "", list[TokenLogprob]()  # the sentence so far, without tags
         shown = ""  # what the prompt shows of it: with the tags already searched, if "[" cannot be forbidden
         biased = ctx.lm.supports_logit_bias
-        searches, forbid, used, finish = 0, 0, 0, "stop"
+        searches, forbid, used = 0, 0, 0
+        finish: FinishReason = "stop"
         while True:
             room = min(ctx.settings.max_sentence_tokens, ctx.settings.max_output_tokens - ctx.run.output_tokens)
             room -= used
@@ -193,7 +194,7 @@ class Instruct:
                     continue  # only the forbid window ended: go on writing the sentence
                 break
             kept = c.text[: tag.start()].rstrip()
-            text, tokens = text + kept, tokens + _tokens_upto(c.tokens, len(kept))
+            text, tokens = text + kept, tokens + cut_tokens(c.tokens, len(kept))
             # Without logit bias the model would write the same tag again at once; showing it the
             # tag it already wrote lets it go on with the sentence instead (the paper forbids "[").
             shown = shown + kept if biased else f"{shown}{kept} {tag.group(0)}"
@@ -206,10 +207,10 @@ class Instruct:
             forbid = FORBID_TOKENS
         ctx.record.timings["generate"] = round(time.perf_counter() - t0, 4)
         text = _drop_open_tag(text)
-        piece = first_piece(Completion(text, tuple(_tokens_upto(tokens, len(text))), finish))
+        piece = first_piece(Completion(text, tuple(cut_tokens(tokens, len(text))), finish))
         if not ctx.record.decision:
             ctx.record.decision = "generate"
-        return Commit(piece, self.docs, retrieved, True)
+        return Commit(piece, self.docs, retrieved=retrieved)
 
 
 def _instruct_stop(before: str, generated: str) -> bool:
@@ -230,16 +231,3 @@ def _drop_open_tag(text: str) -> str:
     text = SEARCH_TAG.sub("", text)
     start = text.rfind(TAG_OPEN)
     return text[:start].rstrip() if start != -1 else text
-
-
-def _tokens_upto(tokens: Sequence[TokenLogprob], end: int) -> list[TokenLogprob]:
-    """The tokens covering exactly the first ``end`` characters of their joined text."""
-    out: list[TokenLogprob] = []
-    pos = 0
-    for tok in tokens:
-        if pos >= end:
-            break
-        take = tok.text[: end - pos]
-        out.append(tok if take == tok.text else TokenLogprob(take, tok.logprob))
-        pos += len(tok.text)
-    return out

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from flare.config import Settings
 from flare.engine.events import Event, Finished, SentenceAccepted
 from flare.engine.metered import MeteredLM
-from flare.engine.methods import check_method, policy_for
+from flare.engine.methods import check_method, policy_for, prompt_style
 from flare.engine.prompts import PromptTemplate
 from flare.engine.step import OMIT, Commit, RunState, StepContext
 from flare.engine.verification import verify
@@ -31,7 +31,7 @@ from flare.retrieve.base import Retriever
 from flare.retrieve.filters import Filters
 from flare.trace.schema import StepRecord, TraceRecord
 from flare.trace.tracers import NullTracer, Tracer
-from flare.types import Answer, Citation, Sentence
+from flare.types import Answer, Citation, EndReason, Sentence
 from flare.verify.citations import supporting
 
 MAX_QUESTION_CHARS = 4000
@@ -65,6 +65,8 @@ class Flare:
         self.settings = settings or Settings()
         check_method(self.settings.method)  # an unknown method fails here, not at the first answer
         self.template = template or PromptTemplate.for_model(getattr(lm, "chat_template", None))
+        # Built-in templates take the layout and exemplar style of each run's settings (see
+        # template_for); a template passed in is used as is.
         self.tracer: Tracer = tracer or NullTracer()
 
     def answer(
@@ -89,6 +91,7 @@ class Flare:
                 "use a backend with logprobs, or --method single / none",
             )
         flt = filters or Filters()
+        template = self.template_for(s)
         lm = MeteredLM(self.lm)
         trace = TraceRecord(
             trace_id=uuid.uuid4().hex,
@@ -101,7 +104,7 @@ class Flare:
             started_at=time.time(),
         )
         run = RunState(question, flt, s, trace, time.perf_counter())
-        stop_reason = "max_sentences"
+        stop_reason: EndReason = "max_sentences"
         for index in range(s.max_sentences):
             cap = self._time_or_token_cap(run)
             if cap:
@@ -109,7 +112,7 @@ class Flare:
                 break
             step = StepRecord(index=index, kind="draft")
             ctx = StepContext(
-                run, lm, self.retriever, self.template, step,
+                run, lm, self.retriever, template, step,
                 record_content=self.tracer.record_content,
             )
             before = lm.snapshot()
@@ -132,8 +135,7 @@ class Flare:
                 stop_reason = "max_output_tokens"  # never commit half a sentence
                 break
             if any(piece.text == prev.text for prev in run.sentences) or piece.text in run.rejected:
-                step.decision += "+repetition"
-                stop_reason = "repetition"
+                stop_reason = "repetition"  # this step's sentence is the repeat: it is never committed
                 break
             checked: Commit | None = outcome
             if s.verify != "off":
@@ -169,7 +171,17 @@ class Flare:
         self._finish_trace(run, lm, answer)
         yield Finished(answer)
 
-    def _time_or_token_cap(self, run: RunState) -> str | None:
+    def template_for(self, settings: Settings) -> PromptTemplate:
+        """The prompt template a run with ``settings`` uses.
+
+        flare's built-in template comes in the run's ``layout`` (``auto``: the model's) and with
+        the exemplars its method needs (``[Search(...)]`` tags for ``instruct``, ``Follow up:``
+        questions for ``decompose``); a template given to the engine is used unchanged.
+        """
+        layout = None if settings.layout == "auto" else settings.layout
+        return self.template.adapted(layout=layout, style=prompt_style(settings.method))
+
+    def _time_or_token_cap(self, run: RunState) -> EndReason | None:
         if time.perf_counter() - run.started >= run.settings.max_seconds:
             return "max_seconds"
         if run.output_tokens >= run.settings.max_output_tokens:

@@ -29,15 +29,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 from flare.config import Settings
 from flare.engine import baselines, policies
+from flare.engine.prompt_styles import PROMPT_STYLES, PromptStyle
 from flare.engine.step import Policy
 from flare.errors import ConfigError
 
-PromptStyle = Literal["answer", "decompose", "instruct"]
-PROMPT_STYLES: tuple[str, ...] = ("answer", "decompose", "instruct")
+__all__ = [
+    "MethodEntry", "PolicyFactory", "PromptStyle", "check_method", "method_entry", "policy_for", "prompt_style",
+    "register_policy", "registered_methods", "unregister_policy",
+]  # fmt: skip
 PolicyFactory = Callable[[Settings], Policy]
 """Called with the answer's settings; returns a fresh policy for that one answer."""
 

@@ -49,7 +49,7 @@ class SingleRetrieval:
             return (yield from initial_step(ctx))
         ctx.record.kind, ctx.record.decision = "generate", "generate"
         docs = ctx.run.first_docs
-        return Commit(ctx.generate(docs, "generate"), docs, False, True)
+        return Commit(ctx.generate(docs, "generate"), docs)
 
 
 class FlareDirect:
@@ -77,7 +77,7 @@ class FlareDirect:
             support = ctx.check(piece, base)
             if support.passes:
                 rec.decision = "accept"
-                return Commit(piece, base, False, True, support)
+                return Commit(piece, base, support=support)
             unbacked = frozenset(content_words(" ".join(support.unsupported)))
         else:
             verdict = judge(piece.text, piece.tokens, s)
@@ -85,7 +85,7 @@ class FlareDirect:
             rec.threshold = verdict.threshold
             if not verdict.retrieve:
                 rec.decision = "accept"
-                return Commit(piece, base, False, True)
+                return Commit(piece, base)
 
         queries = form_queries(ctx, piece, drop=unbacked)
         if ctx.retrievals_left <= 0:
@@ -106,11 +106,11 @@ class FlareDirect:
             return missing(ctx, piece)
         if s.conditional_commit and ctx.relevance(" ".join(queries), [h.passage for h in hits]) < s.min_relevance:
             rec.decision = "irrelevant"
-            return Commit(piece, (), True, False)
+            return Commit(piece, retrieved=True, grounded=False)
         docs = dedupe([h.passage for h in hits] + list(base))
         rec.decision = "retrieve"
         yield Rewriting(ctx.index)
-        return Commit(ctx.generate(docs, "regenerate"), docs, True, True)
+        return Commit(ctx.generate(docs, "regenerate"), docs, retrieved=True)
 
 
 def missing(ctx: StepContext, piece: Piece) -> Outcome:
@@ -121,7 +121,7 @@ def missing(ctx: StepContext, piece: Piece) -> Outcome:
     if on_missing == "omit":
         ctx.record.decision = "omit"
         return OMIT
-    return Commit(piece, (), False, False)
+    return Commit(piece, grounded=False)
 
 
 def gap_words(ctx: StepContext, queries: list[str]) -> frozenset[str]:

@@ -6,16 +6,23 @@ evaluates it once; a draft extends the previous draft's prompt, so only the newl
 sentence is evaluated. Documents use the paper's "Search results" block with ``[1]``, ``[2]``.
 
 Two layouts are built in: ``plain`` for base models (Gemma-3-270m) and ``chatml`` for models
-trained on ChatML turns (SmolLM2-Instruct). The exemplars below were written for flare.
+trained on ChatML turns (SmolLM2-Instruct). The exemplars below were written for flare; methods
+that read their own retrieval requests get exemplars annotated for them instead (the ``style``,
+see :mod:`flare.engine.prompt_styles`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Literal
 
+from flare.engine.prompt_styles import PROMPT_STYLES, STYLE_EXEMPLARS, STYLE_INSTRUCTIONS
 from flare.types import Passage
+
+Layout = Literal["plain", "chatml"]
 
 INSTRUCTION = (
     "Answer the question in a few short sentences, using only facts from the search results. "
@@ -58,6 +65,8 @@ class PromptTemplate:
     turn_open: str  # text before the documents and question of the live turn
     turn_close: str  # text between the question and the answer
     stop: tuple[str, ...]
+    style: str = "answer"  # the method annotations its exemplars carry (prompt_styles)
+    builtin: bool = False  # flare's own template, which exists in every layout and style
 
     @classmethod
     def build(
@@ -82,19 +91,27 @@ class PromptTemplate:
         )
 
     @classmethod
-    def plain(cls) -> PromptTemplate:
-        return cls.build("plain", INSTRUCTION, _exemplars())
+    def plain(cls, style: str = "answer") -> PromptTemplate:
+        return _builtin("plain", style)
 
     @classmethod
-    def chatml(cls) -> PromptTemplate:
-        return cls.build("chatml", INSTRUCTION, _exemplars())
+    def chatml(cls, style: str = "answer") -> PromptTemplate:
+        return _builtin("chatml", style)
 
     @classmethod
-    def for_model(cls, chat_template: str | None) -> PromptTemplate:
+    def for_model(cls, chat_template: str | None, style: str = "answer") -> PromptTemplate:
         """``chatml`` when the model's own chat template uses ChatML turns, else ``plain``."""
-        if chat_template and "<|im_start|>" in chat_template:
-            return cls.chatml()
-        return cls.plain()
+        return _builtin(layout_for(chat_template), style)
+
+    def adapted(self, *, layout: str | None = None, style: str | None = None) -> PromptTemplate:
+        """flare's own template in another ``layout`` and/or ``style``; a custom template as is.
+
+        A template built from your own text cannot be re-annotated, so it is used unchanged:
+        give it the exemplars your method needs.
+        """
+        if not self.builtin:
+            return self
+        return _builtin(layout or self.name, style or self.style)
 
     def render(self, docs: Sequence[Passage], question: str, answer_so_far: str) -> str:
         """The prompt; ``answer_so_far`` is appended last so later steps only extend it."""
@@ -103,6 +120,24 @@ class PromptTemplate:
         sep = " " if self.name == "plain" else ""
         tail = f"{sep}{answer}" if answer else ""
         return f"{self.header}{self.turn_open}{body}{self.turn_close}{tail}"
+
+
+def layout_for(chat_template: str | None) -> Layout:
+    """``chatml`` for models whose chat template uses ChatML turns, else ``plain``."""
+    return "chatml" if chat_template and "<|im_start|>" in chat_template else "plain"
+
+
+@cache
+def _builtin(layout: str, style: str) -> PromptTemplate:
+    if layout not in ("plain", "chatml"):
+        raise ValueError(f"unknown prompt layout {layout!r}; choose plain or chatml")
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"unknown prompt style {style!r}; choose one of {PROMPT_STYLES}")
+    instruction, shots = INSTRUCTION, _exemplars()
+    if style != "answer":
+        instruction = f"{INSTRUCTION} {STYLE_INSTRUCTIONS[style]}"
+        shots = [([Passage(id=t, title=t, text=x) for t, x in docs], q, a) for docs, q, a in STYLE_EXEMPLARS[style]]
+    return replace(PromptTemplate.build(layout, instruction, shots), style=style, builtin=True)
 
 
 _CONTROL = re.compile(r"<\|[^|<>\s]{1,40}\|>|</?(?:start_of_turn|end_of_turn|bos|eos|pad|s)>")

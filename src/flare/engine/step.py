@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from flare.config import Settings
 from flare.engine.events import Event, Searching
@@ -22,8 +22,8 @@ from flare.engine.sentences import ends_sentence, first_sentence_end
 from flare.errors import RetrieverError
 from flare.retrieve.filters import Filters
 from flare.text import repeated_ngram
-from flare.trace.schema import RetrievedRecord, StepRecord, TraceRecord
-from flare.types import Answer, Citation, Completion, Hit, Passage, Sentence, TokenLogprob
+from flare.trace.schema import Decision, RetrievedRecord, StepRecord, TraceRecord
+from flare.types import Answer, Citation, Completion, EndReason, Hit, Passage, Sentence, TokenLogprob
 from flare.verify.support import Support, claim_lift, exemplar_leaks
 from flare.verify.support import check as check_support
 
@@ -44,20 +44,31 @@ class Piece:
 
 @dataclass(frozen=True, slots=True)
 class Commit:
-    """A step's result: the sentence, the documents it was written from, and how."""
+    """A step's result: the sentence, the documents it was written from, and how.
+
+    The flags are keyword-only, so a commit reads as what it claims:
+    ``Commit(piece, docs, retrieved=True)``, ``Commit(piece, grounded=False)``.
+    """
 
     piece: Piece
     docs: Sequence[Passage] = ()
-    retrieved: bool = False
-    grounded: bool = True
+    _: KW_ONLY
+    retrieved: bool = False  # documents were searched for this sentence
+    grounded: bool = True  # written from documents that back it (False: flagged ungrounded)
     support: Support | None = None  # the checker's verdict against ``docs``, if already known
 
 
-Outcome = str | Commit
+OMIT: Final = "omit"
+"""A step's outcome when its sentence is skipped and the answer goes on (``on_missing="omit"``)."""
+
+Outcome = Commit | EndReason | Literal["omit"]
 """What a step returns: a :class:`Commit`, :data:`OMIT`, or the reason the answer must stop."""
 
-OMIT = "omit"
-"""A step's outcome when its sentence is skipped and the answer goes on (``on_missing="omit"``)."""
+RetrievalCap = Literal["max_retrievals", "max_retries_per_gap"]
+"""The budgets that can forbid a search while the answer goes on."""
+_CAP_DECISIONS: dict[RetrievalCap, Decision] = {
+    "max_retrievals": "cap:max_retrievals", "max_retries_per_gap": "cap:max_retries_per_gap"
+}  # fmt: skip
 
 StepGen = Generator[Event, None, Outcome]
 """A policy's step: yields progress events, returns its :data:`Outcome`."""
@@ -244,11 +255,11 @@ class StepContext:
     def retrievals_left(self) -> int:
         return self.run.settings.max_retrievals - self.run.retrievals
 
-    def capped(self, piece: Piece, cap: str) -> Commit:
+    def capped(self, piece: Piece, cap: RetrievalCap) -> Commit:
         """A budget forbids retrieving: keep the sentence, flagged as ungrounded (C2)."""
         self.run.note_cap(cap)
-        self.record.decision = f"cap:{cap}"
-        return Commit(piece, (), False, False)
+        self.record.decision = _CAP_DECISIONS[cap]
+        return Commit(piece, grounded=False)
 
 
 class Policy(Protocol):
@@ -268,7 +279,7 @@ class Policy(Protocol):
                 yield Searching(ctx.index, 1)
                 docs = [h.passage for h in ctx.search([ctx.run.question])]
                 ctx.record.kind, ctx.record.decision = "always_question", "retrieve"
-                return Commit(ctx.generate(docs, "generate"), docs, True, bool(docs))
+                return Commit(ctx.generate(docs, "generate"), docs, retrieved=True, grounded=bool(docs))
     """
 
     name: str
@@ -290,10 +301,10 @@ def initial_step(ctx: StepContext) -> StepGen:
         ctx.record.decision = "no_evidence"
         if ctx.settings.on_missing == "stop":
             return "no_evidence"
-        return Commit(ctx.generate([], "generate"), (), False, False)
+        return Commit(ctx.generate([], "generate"), retrieved=False, grounded=False)
     ctx.run.first_docs = [h.passage for h in hits]
     ctx.record.decision = "retrieve"
-    return Commit(ctx.generate(ctx.run.first_docs, "generate"), ctx.run.first_docs, True, True)
+    return Commit(ctx.generate(ctx.run.first_docs, "generate"), ctx.run.first_docs, retrieved=True)
 
 
 def first_piece(completion: Completion) -> Piece:

@@ -64,4 +64,4 @@ def _retry(ctx: StepContext, commit: Commit) -> Generator[Event, None, Commit | 
     if not piece.text:
         return None
     ctx.record.rejected.append(commit.piece.text)
-    return Commit(piece, docs, True, True, ctx.check(piece, docs))
+    return Commit(piece, docs, retrieved=True, support=ctx.check(piece, docs))

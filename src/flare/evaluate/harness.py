@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from flare.config import Settings
 from flare.engine.loop import Flare
+from flare.engine.prompts import Layout, layout_for
 from flare.evaluate.citations import citation_scores
 from flare.evaluate.datasets import Example, doc_id
 from flare.evaluate.methods import MethodSpec
@@ -46,7 +47,7 @@ from flare.evaluate.metrics import (
     token_scores,
     yes_no,
 )
-from flare.evaluate.prompts import Layout, layout_for, style_for, template_for
+from flare.evaluate.prompts import style_for, template_for
 from flare.lm.base import LanguageModel
 from flare.retrieve.base import Retriever
 from flare.trace.tracers import MemoryTracer
@@ -171,8 +172,9 @@ def run_eval(
 ) -> int:
     """Run every spec on every example not yet in ``out_dir/results.jsonl``; returns how many ran.
 
-    ``layout`` forces the prompt layout (``plain`` or ``chatml``); by default it follows the
-    model's chat template, as the engine does. ``force`` completes answers that lack the answer
+    ``layout`` forces the prompt layout (``plain`` or ``chatml``); by default it is the
+    settings' ``layout``, whose ``auto`` follows the model's chat template, as the engine does.
+    ``force`` completes answers that lack the answer
     cue (see the module notes); it never applies to long-form tasks.
     """
     from tqdm import tqdm
@@ -185,7 +187,7 @@ def run_eval(
     depth = max((len(job.examples) for job in jobs), default=0)
     pending = [(job, job.examples[i], spec) for i in range(depth) for job in jobs if i < len(job.examples)
                for spec in specs if (job.dataset, spec.label, job.examples[i].id) not in done]
-    layout = layout or layout_for(getattr(lm, "chat_template", None))
+    model_layout = layout_for(getattr(lm, "chat_template", None))
     ran = 0
     with path.open("a", encoding="utf-8") as fh, tqdm(total=len(pending), disable=not progress,
                                                      unit="answer", dynamic_ncols=True) as bar:
@@ -194,7 +196,8 @@ def run_eval(
             settings = spec.settings(
                 (base or Settings()).with_overrides(**{**DATASET_SETTINGS.get(job.dataset, {}), **(overrides or {})})
             )
-            template = template_for(job.dataset, layout=layout, style=style_for(spec.method))
+            chosen = layout or (model_layout if settings.layout == "auto" else settings.layout)
+            template = template_for(job.dataset, layout=chosen, style=style_for(spec.method))
             engine = Flare(lm, job.retriever, settings, template=template)
             rec = answer_one(job, ex, spec.label, engine, settings, force=force)
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")

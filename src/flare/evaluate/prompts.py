@@ -21,14 +21,13 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
 from flare.engine.methods import PromptStyle, prompt_style
-from flare.engine.prompts import PromptTemplate
+from flare.engine.prompts import Layout, PromptTemplate
 from flare.errors import ConfigError
 from flare.types import Passage
 
-Layout = Literal["plain", "chatml"]
 Style = PromptStyle
 
 # Which exemplar set each bundled dataset uses; other datasets get the multi-hop set.
@@ -94,11 +93,6 @@ def template_for(dataset: str, *, layout: Layout = "chatml", style: Style = "ans
     ps = load_prompt_set(prompt_set_for(dataset))
     instruction = f"{ps.instruction} {ps.extra[style]}".strip()
     return PromptTemplate.build(layout, instruction, [(ex.docs, ex.question, ex.answers[style]) for ex in ps.exemplars])
-
-
-def layout_for(chat_template: str | None) -> Layout:
-    """``chatml`` for models whose chat template uses ChatML turns, else ``plain`` (as the engine)."""
-    return "chatml" if chat_template and "<|im_start|>" in chat_template else "plain"
 
 
 def style_for(method: str) -> Style:

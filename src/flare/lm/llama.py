@@ -45,7 +45,7 @@ from flare.errors import ConfigError, ModelError
 from flare.lm.base import StopWhen
 from flare.lm.registry import MODEL_HINT, default_model_path, gemma3_model_path
 from flare.lm.stops import cut_at_stop
-from flare.types import Completion, TokenLogprob
+from flare.types import Completion, FinishReason, TokenLogprob
 
 __all__ = ["MODEL_HINT", "LlamaCppModel", "LlamaStats", "cut_at_stop", "default_model_path", "gemma3_model_path"]
 
@@ -206,7 +206,8 @@ class LlamaCppModel:
             bias = self._bias_vector(logit_bias) if logit_bias else None
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
             tokens: list[TokenLogprob] = []
-            text, pending, generated, finish = "", 0.0, 0, "length"
+            finish: FinishReason = "length"
+            text, pending, generated = "", 0.0, 0
             while generated < max_tokens:
                 scores = logits + bias if bias is not None else logits
                 tok = int(np.argmax(scores))

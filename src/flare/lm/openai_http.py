@@ -57,7 +57,7 @@ from flare.lm.openai_logprobs import (
     merge_pieces,
     pieces_of,
 )
-from flare.types import Completion
+from flare.types import Completion, FinishReason
 
 __all__ = ["OpenAIHTTPModel", "from_spec"]
 
@@ -68,6 +68,7 @@ RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 # ones the choice was made from. vLLM and llama.cpp accept the field; gateways that reject unknown
 # fields take ``extra={}``.
 DEFAULT_EXTRA: Mapping[str, Any] = {"repeat_penalty": 1.0}
+PROBE_TIMEOUT = 10.0  # reading /props is optional: a server slow to answer it is treated as silent
 
 
 class OpenAIHTTPModel:
@@ -77,8 +78,10 @@ class OpenAIHTTPModel:
     ``api_key`` defaults to ``$FLARE_OPENAI_API_KEY`` (never ``$OPENAI_API_KEY``: a key meant for
     one provider must not be sent to whatever URL a spec names). ``logprobs=None`` probes the
     server on first use of :attr:`supports_logprobs`. ``chat_template`` is the served model's
-    template text, if known; the engine reads it to choose ChatML prompts (servers do not report
-    it). ``extra`` is merged into every request body (default: ``repeat_penalty=1``).
+    template text; left out, it is read once from the server's ``/props`` (llama.cpp's server
+    reports it there; vLLM and OpenAI do not, so set ``Settings.layout`` / ``--layout`` for them).
+    The engine reads it to choose ChatML prompts. ``extra`` is merged into every request body
+    (default: ``repeat_penalty=1``).
     """
 
     def __init__(
@@ -107,7 +110,7 @@ class OpenAIHTTPModel:
         self.max_retries = max_retries
         self.backoff = backoff
         self.stream = stream
-        self.chat_template = chat_template
+        self._chat_template: str | bool | None = False if chat_template is None else chat_template  # False: not read
         self.extra = dict(DEFAULT_EXTRA if extra is None else extra)
         key = api_key if api_key is not None else os.environ.get("FLARE_OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -131,6 +134,21 @@ class OpenAIHTTPModel:
     @supports_logprobs.setter
     def supports_logprobs(self, value: bool) -> None:
         self._logprobs = value
+
+    @property
+    def chat_template(self) -> str | None:
+        """The served model's chat template: as given, else from ``/props`` (read once), else None."""
+        if self._chat_template is False:
+            self._chat_template = None
+            try:
+                response = self._client.get(self.base_url.removesuffix("/v1") + "/props", timeout=PROBE_TIMEOUT)
+                props = response.json() if response.status_code == 200 else {}
+            except (httpx.HTTPError, ValueError):
+                props = {}  # a server that cannot say: the settings' layout decides
+            template = props.get("chat_template") if isinstance(props, dict) else None
+            if isinstance(template, str) and template:
+                self._chat_template = template
+        return self._chat_template if isinstance(self._chat_template, str) else None
 
     @property
     def supports_logit_bias(self) -> bool:
@@ -227,7 +245,7 @@ class OpenAIHTTPModel:
 
     def _complete_streamed(
         self, body: Mapping[str, Any], stop_when: StopWhen
-    ) -> tuple[str, list[Piece], str, dict[str, Any]] | None:
+    ) -> tuple[str, list[Piece], FinishReason, dict[str, Any]] | None:
         """Stream until ``stop_when`` holds; None when the stream cannot carry the text.
 
         llama_cpp.server streams each byte token of a split character as "" and never sends the
@@ -251,8 +269,9 @@ class OpenAIHTTPModel:
     @staticmethod
     def _read_stream(
         events: Iterator[dict[str, Any]], stop_when: StopWhen, want: bool
-    ) -> tuple[str, list[Piece], str, dict[str, Any]] | None:
-        text, pieces, finish, received = "", list[Piece](), "", False
+    ) -> tuple[str, list[Piece], FinishReason, dict[str, Any]] | None:
+        text, pieces, received = "", list[Piece](), False
+        finish: FinishReason | None = None  # until the server says why it stopped
         for chunk in events:
             received = True
             choice = first_choice(chunk)
@@ -278,7 +297,7 @@ class OpenAIHTTPModel:
                 finish = finish_reason(choice["finish_reason"])
         if not received:
             return None  # no events: not a streaming server
-        if not finish:
+        if finish is None:
             # A stream that ends without saying why ended early: what came is not a whole answer.
             raise _StreamCut(f"it ended after {len(text)} characters with no finish_reason")
         return text, pieces, finish, {}

@@ -17,7 +17,7 @@ from typing import Any
 
 from flare.errors import ModelError
 from flare.lm.base import StopWhen
-from flare.types import Completion, TokenLogprob
+from flare.types import Completion, FinishReason, TokenLogprob
 
 __all__ = [
     "Piece",
@@ -108,11 +108,11 @@ def _cut(pieces: list[Piece], text: str) -> tuple[list[Piece], bool]:
 def apply_stop_when(
     text: str,
     pieces: list[Piece],
-    finish: str,
+    finish: FinishReason,
     stop_when: StopWhen | None,
     want: bool,
     truncated: bool,
-) -> tuple[str, list[Piece], str]:
+) -> tuple[str, list[Piece], FinishReason]:
     """Cut at the first piece after which ``stop_when`` holds (character steps without logprobs).
 
     A last piece cut short by a stop sequence is not checked: generating it hit the stop first,
@@ -136,7 +136,9 @@ def _monotonic(offsets: Sequence[Any]) -> bool:
     return len(values) == len(offsets) and all(a <= b for a, b in itertools.pairwise(values))
 
 
-def cap(text: str, pieces: list[Piece], finish: str, max_tokens: int) -> tuple[str, list[Piece], str, int]:
+def cap(
+    text: str, pieces: list[Piece], finish: FinishReason, max_tokens: int
+) -> tuple[str, list[Piece], FinishReason, int]:
     """Drop a character whose bytes ran past ``max_tokens``; also returns the tokens generated.
 
     llama_cpp.server keeps generating past ``max_tokens`` to finish a split character; the
@@ -153,7 +155,7 @@ def cap(text: str, pieces: list[Piece], finish: str, max_tokens: int) -> tuple[s
 def completion(
     text: str,
     pieces: list[Piece],
-    finish: str,
+    finish: FinishReason,
     usage: Mapping[str, Any],
     generated: int,
     start: float,
@@ -173,5 +175,5 @@ def first_choice(answer: Mapping[str, Any]) -> dict[str, Any]:
     return choices[0]
 
 
-def finish_reason(reason: object) -> str:
+def finish_reason(reason: object) -> FinishReason:
     return "length" if reason == "length" else "stop"

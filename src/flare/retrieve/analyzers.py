@@ -27,11 +27,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from flare.text import HAN
+
 ANALYZER_NAME = "en-zh-1"
 """Recorded in every index; an index built by another analyzer must be rebuilt."""
-
-HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-"""Character ranges of Han ideographs (CJK unified, extension A to G, compatibility)."""
 
 _TOKEN = re.compile(rf"(?P<han>[{HAN}]+)|(?P<word>[^\W_{HAN}]+)")
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flare.errors import InputError
-from flare.retrieve.analyzers import HAN
+from flare.text import HAN
 from flare.types import Passage
 
 MAX_WORDS = 100

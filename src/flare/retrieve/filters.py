@@ -30,8 +30,9 @@ Example::
 from __future__ import annotations
 
 import math
+import operator
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -42,7 +43,12 @@ Scalar = str | int | float | bool
 
 MAX_FILTER_CHARS = 1_000  # a field name, an operator and a few values; group lists come from key files
 MAX_FILTER_VALUES = 100  # alternatives in one field=a|b|… (each one is a clause of the search)
-_OPS: dict[str, Op] = {"=": "eq", ">=": "gte", ">": "gt", "<=": "lte", "<": "lt"}
+SYMBOLS: dict[Op, str] = {"eq": "=", "gte": ">=", "gt": ">", "lte": "<=", "lt": "<"}
+"""How each operator is written in a filter expression (``year>=2025``)."""
+_OPS: dict[str, Op] = {sym: op for op, sym in SYMBOLS.items()}
+_COMPARE: dict[Op, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq, "gte": operator.ge, "gt": operator.gt, "lte": operator.le, "lt": operator.lt
+}  # fmt: skip
 # Every pattern here is matched whole (fullmatch) and has no nested or overlapping repetition,
 # so the regex engine does a bounded amount of work per character.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
@@ -51,6 +57,15 @@ _FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 _UNSAFE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\ud800-\udfff]")  # control characters (not tab), lone surrogates
 _MAX_INT_DIGITS = 4_000  # int() refuses more than 4,300 digits (CPython's guard against slow parsing)
 _SYNTAX_HINT = "write field=value, field=a|b, or field>=value (also <=, >, <)"
+
+
+def holds(op: Op, stored: Any, value: Any) -> bool:
+    """Whether ``stored <op> value`` holds, by Python's comparison (a ``TypeError`` propagates).
+
+    The one definition of the operators: :class:`Condition` and every backend that checks a
+    condition itself (tantivy on booleans, Milvus) use it, so they cannot disagree.
+    """
+    return bool(_COMPARE[op](stored, value))
 
 
 def parse_value(raw: str) -> Scalar:
@@ -97,23 +112,14 @@ class Condition:
             if value is None:
                 continue
             try:
-                if self.op == "eq" and stored == value:
-                    return True
-                if self.op == "gte" and stored >= value:
-                    return True
-                if self.op == "gt" and stored > value:
-                    return True
-                if self.op == "lte" and stored <= value:
-                    return True
-                if self.op == "lt" and stored < value:
+                if holds(self.op, stored, value):
                     return True
             except TypeError:
                 continue
         return False
 
     def __str__(self) -> str:
-        sym = {v: k for k, v in _OPS.items()}[self.op]
-        return f"{self.field}{sym}{'|'.join(str(v) for v in self.values)}"
+        return f"{self.field}{SYMBOLS[self.op]}{'|'.join(str(v) for v in self.values)}"
 
 
 def _condition(expr: str) -> Condition:

@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import json
 import math
-import operator
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ from flare.errors import CorpusIndexError, FilterError, InputError, RetrieverErr
 from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, MetaSchema
 from flare.retrieve.dense import Embedder, MiniLMEmbedder, passage_text
-from flare.retrieve.filters import Condition, Filters, Scalar, coerce
+from flare.retrieve.filters import SYMBOLS, Condition, Filters, Op, Scalar, coerce, holds
 from flare.types import Hit, Passage
 
 __all__ = ["DEFAULT_ANALYZER", "MilvusIndexInfo", "MilvusRetriever", "build_collection"]
@@ -54,10 +53,7 @@ MAX_TOPK = 16384
 _TYPES = {"int": "INT64", "float": "DOUBLE", "bool": "BOOL", "str": "VARCHAR"}
 _SAMPLE: dict[str, Scalar] = {"int": 0, "float": 0.0, "str": "", "bool": False}
 _DEFAULT: dict[str, Any] = {"int": 0, "float": 0.0, "str": "", "bool": False}
-_OPS = {"eq": "==", "gte": ">=", "gt": ">", "lte": "<=", "lt": "<"}
-_HOLDS: dict[str, Callable[[Any, Any], Any]] = {
-    "eq": operator.eq, "gte": operator.ge, "gt": operator.gt, "lte": operator.le, "lt": operator.lt
-}  # fmt: skip
+_OPS = {**SYMBOLS, "eq": "=="}  # Milvus writes equality as ==
 _I64 = (-(2**63), 2**63 - 1)
 _OUT = ["id", "passage"]
 
@@ -384,9 +380,9 @@ def _condition(cond: Condition, fields: dict[str, Any]) -> str | None:
     return joined if is_list else f'array_contains(present, "{name}") and ({joined})'
 
 
-def _test(name: str, kind: str, is_list: bool, op: str, value: Scalar) -> str | None:
+def _test(name: str, kind: str, is_list: bool, op: Op, value: Scalar) -> str | None:
     if kind == "bool":
-        ok = [b for b in (False, True) if _HOLDS[op](b, value)]
+        ok = [b for b in (False, True) if holds(op, b, value)]
         if not ok:
             return None
         return f"array_contains_any({name}, [{', '.join(_literal(b) for b in ok)}])" if is_list \

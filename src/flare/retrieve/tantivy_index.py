@@ -24,7 +24,6 @@ import bisect
 import contextlib
 import json
 import math
-import operator
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -40,7 +39,7 @@ from flare.retrieve.analyzers import ANALYZER_NAME, analyze
 from flare.retrieve.atomic import PARAMS_FILE, building, read_params, write_params
 from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, MetaSchema, check_passages
-from flare.retrieve.filters import Condition, Filters, Scalar, coerce
+from flare.retrieve.filters import Condition, Filters, Op, Scalar, coerce, holds
 from flare.retrieve.integrity import check_files, digests
 from flare.types import Hit, Passage
 
@@ -365,10 +364,10 @@ class TantivyRetriever:
             return queries[0] if queries else None
         return Query.boolean_query([(Occur.Should, q) for q in queries])
 
-    def _test(self, name: str, kind: MetaKind, op: str, value: Scalar) -> Query | None:
+    def _test(self, name: str, kind: MetaKind, op: Op, value: Scalar) -> Query | None:
         """One ``stored <op> value`` test on field ``name``, with ``value`` already coerced."""
         if kind.type == "bool":
-            ok = [b for b in (False, True) if _holds(op, b, value)]
+            ok = [b for b in (False, True) if holds(op, b, value)]
             return Query.term_set_query(self._schema, name, ok) if ok else None
         if kind.type == "str":
             if op == "eq":
@@ -395,15 +394,6 @@ class TantivyRetriever:
             pairs = self._searcher.terms_with_prefix(name, "", limit=None)
             self._terms[name] = sorted(term for term, _ in pairs)
         return self._terms[name]
-
-
-_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
-    "eq": operator.eq, "gte": operator.ge, "gt": operator.gt, "lte": operator.le, "lt": operator.lt
-}  # fmt: skip
-
-
-def _holds(op: str, stored: Any, value: Any) -> bool:
-    return bool(_OPERATORS[op](stored, value))
 
 
 def _str_range(terms: list[str], op: str, value: str) -> list[str]:

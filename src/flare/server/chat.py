@@ -18,29 +18,15 @@ from typing import Any
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from flare.engine.events import Finished, Rewriting, Searching, SentenceAccepted
 from flare.engine.loop import MAX_QUESTION_CHARS
 from flare.server import sse
-from flare.server.common import (
-    CLIENT_CLOSED,
-    MAX_FILTERS,
-    STRICT,
-    ClientGone,
-    FilterExpr,
-    authenticate,
-    chained,
-    collect,
-    error_for,
-    first_item,
-    parse,
-    settings_for,
-    trusted_filters,
-)
+from flare.server.answering import respond, start_answer
+from flare.server.common import MAX_FILTERS, STRICT, FilterExpr, authenticate, error_for, parse
 from flare.server.errors import ApiError
-from flare.server.limits import Limits
 from flare.server.request_settings import request_values, with_setting_fields
 from flare.server.runner import Failure, Item, Service
 from flare.types import Answer
@@ -78,32 +64,21 @@ async def chat_completions(request: Request) -> Response:
         raise ApiError(400, "invalid_request_error", "n must be 1: answers are deterministic")
     question = await anyio.to_thread.run_sync(_question, body)
     service: Service = request.app.state.service
-    flt = await trusted_filters(service, principal, body.filters)
     given = request_values(body)
     asked = (body.max_tokens, body.max_completion_tokens, given.get("max_output_tokens"))
     out_tokens = min((t for t in asked if t is not None), default=None)
     if out_tokens is not None:
         given["max_output_tokens"] = out_tokens
-    settings = settings_for(request, given)
-    run = service.start(principal, question, flt, settings)
-    try:
-        first = await first_item(run, request)
-    except BaseException:
-        run.cancel()
-        raise
-    meta = {"id": f"chatcmpl-{run.id}", "created": int(time.time()), "model": service.engine.lm.name}
-    if body.stream:
-        limits: Limits = request.app.state.limits
-        events = chained(first, run, limits.heartbeat_seconds)
-        return StreamingResponse(_chunks(events, meta, request), media_type=sse.MEDIA_TYPE,
-                                 headers=sse.HEADERS)  # fmt: skip
-    try:
-        answer = await collect(run, request, first)
-    except ClientGone:
-        return Response(status_code=CLIENT_CLOSED)
-    message = {"role": "assistant", "content": answer.render()}
-    choice = {"index": 0, "message": message, "finish_reason": finish_reason(answer), "logprobs": None}
-    return JSONResponse({**meta, "object": "chat.completion", "choices": [choice], "flare": answer.to_dict()})
+    started = await start_answer(request, principal, question, body.filters, given)
+    meta = {"id": f"chatcmpl-{started.run.id}", "created": int(time.time()), "model": service.engine.lm.name}
+
+    def render(answer: Answer) -> Response:
+        message = {"role": "assistant", "content": answer.render()}
+        choice = {"index": 0, "message": message, "finish_reason": finish_reason(answer), "logprobs": None}
+        return JSONResponse({**meta, "object": "chat.completion", "choices": [choice], "flare": answer.to_dict()})
+
+    return await respond(started, request, stream=body.stream, encode=lambda items: _chunks(items, meta, request),
+                         render=render)  # fmt: skip
 
 
 def finish_reason(answer: Answer) -> str:

@@ -1,5 +1,6 @@
-"""Steps every answering route shares: authenticate, read and validate the body, build the
-trusted filters and budgets, start the run, and turn worker failures into HTTP errors.
+"""Checks every answering route makes: authenticate, read and validate the body, build the
+trusted filters and the request's settings, and turn worker failures into HTTP errors. Running
+the answer and responding is :mod:`flare.server.answering`.
 
 Nothing that depends on the request's content runs on the event loop: the body is parsed and
 validated, and the filters are parsed and checked against the index, in a worker thread, so a
@@ -9,8 +10,6 @@ which :class:`~flare.server.limits.Limits` caps.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncGenerator
 from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
@@ -18,29 +17,21 @@ from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 from starlette.requests import Request
 
 from flare.config import Settings
-from flare.engine.events import Finished
 from flare.errors import ConfigError, FilterError, InputError, UnknownFieldError
 from flare.retrieve.filters import MAX_FILTER_CHARS, Filters
 from flare.server.auth import KeyStore, Principal
 from flare.server.errors import ApiError, unauthorized
 from flare.server.limits import Limits, read_body
 from flare.server.request_settings import request_settings
-from flare.server.runner import Failure, Item, Run, Service
-from flare.types import Answer
+from flare.server.runner import Service
 
 M = TypeVar("M", bound=BaseModel)
 # Request models validate strictly ("yes" is not a bool, "5" and true are not ints) and refuse
 # NaN and Infinity; filters are capped in number and length before anything parses them.
 STRICT = ConfigDict(strict=True, allow_inf_nan=False)
 FilterExpr = Annotated[str, StringConstraints(max_length=MAX_FILTER_CHARS)]
-DISCONNECT_POLL = 0.5  # seconds between checks that a non-streaming client is still there
 MAX_FILTERS = 16
 _FIELD_HINT = "filter on a metadata field of this index; the operator can tell you which ones exist"
-CLIENT_CLOSED = 499  # nginx's "client closed request": logged, never seen by a client
-
-
-class ClientGone(Exception):
-    """The client of a non-streaming request disconnected; its run was cancelled."""
 
 
 def authenticate(request: Request) -> Principal:
@@ -130,45 +121,3 @@ def error_for(error: BaseException, request: Request) -> ApiError:
         return ApiError(400, "invalid_request_error", str(error))
     rid = getattr(request.state, "request_id", "?")
     return ApiError(500, "internal_error", f"internal error (request {rid}); see the server log")
-
-
-async def first_item(run: Run, request: Request) -> Item | None:
-    """Wait briefly for the run's first item so that an early failure becomes an HTTP error."""
-    item = await run.first(timeout=1.0)
-    if isinstance(item, Failure):
-        raise error_for(item.error, request)
-    return item
-
-
-async def collect(run: Run, request: Request, first: Item | None) -> Answer:
-    """Wait for the answer of a non-streaming request, cancelling it if the client leaves.
-
-    ``first`` is the item :func:`first_item` already took off the queue (it may be the end).
-    """
-    if isinstance(first, Finished):
-        return first.answer
-    items = run.items(heartbeat=DISCONNECT_POLL)
-    async with contextlib.aclosing(items):
-        async for item in items:
-            if item is None:
-                if await request.is_disconnected():
-                    run.cancel()
-                    raise ClientGone
-            elif isinstance(item, Failure):
-                raise error_for(item.error, request)
-            elif isinstance(item, Finished):
-                return item.answer
-    raise ClientGone  # the run ended without an answer: it was cancelled (server shutdown)
-
-
-async def chained(first: Item | None, run: Run, heartbeat: float) -> AsyncGenerator[Item | None, None]:
-    """``first`` (already taken off the queue) followed by the rest of the run's items."""
-    try:
-        if first is not None:
-            yield first
-        items = run.items(heartbeat=heartbeat)
-        async with contextlib.aclosing(items):
-            async for item in items:
-                yield item
-    finally:
-        run.cancel()  # a no-op after the end; stops generation if the client went away

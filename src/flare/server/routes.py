@@ -8,28 +8,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from flare.engine.loop import MAX_QUESTION_CHARS
 from flare.server import sse
-from flare.server.common import (
-    CLIENT_CLOSED,
-    MAX_FILTERS,
-    STRICT,
-    ClientGone,
-    FilterExpr,
-    authenticate,
-    chained,
-    collect,
-    error_for,
-    first_item,
-    parse,
-    settings_for,
-    trusted_filters,
-)
+from flare.server.answering import respond, start_answer
+from flare.server.common import MAX_FILTERS, STRICT, FilterExpr, authenticate, error_for, parse
 from flare.server.errors import not_found
-from flare.server.limits import BUDGETS, Limits
+from flare.server.limits import BUDGETS
 from flare.server.request_settings import request_values, with_setting_fields
 from flare.server.runner import Failure, Item, Service
 
@@ -57,26 +44,14 @@ async def answers(request: Request) -> Response:
     """``POST /v1/answers``: the cited answer as JSON, or as ``flare.sse/1`` events."""
     principal = authenticate(request)
     body = await parse(request, AnswerRequest)
-    service: Service = request.app.state.service
-    flt = await trusted_filters(service, principal, body.filters)
-    settings = settings_for(request, request_values(body))
     wants_stream = body.stream or "text/event-stream" in request.headers.get("accept", "")
-    run = service.start(principal, body.question, flt, settings)
-    try:
-        first = await first_item(run, request)
-    except BaseException:
-        run.cancel()
-        raise
-    if wants_stream:
-        limits: Limits = request.app.state.limits
-        events = chained(first, run, limits.heartbeat_seconds)
-        return StreamingResponse(_flare_stream(events, request), media_type=sse.MEDIA_TYPE, headers=sse.HEADERS)
-    try:
-        answer = await collect(run, request, first)
-    except ClientGone:
-        return Response(status_code=CLIENT_CLOSED)
-    budgets = {name: getattr(settings, name) for name in BUDGETS}
-    return JSONResponse({"object": "flare.answer", **answer.to_dict(), "budgets": budgets})
+    started = await start_answer(request, principal, body.question, body.filters, request_values(body))
+    budgets = {name: getattr(started.settings, name) for name in BUDGETS}
+    return await respond(
+        started, request, stream=wants_stream,
+        encode=lambda items: _flare_stream(items, request),
+        render=lambda answer: JSONResponse({"object": "flare.answer", **answer.to_dict(), "budgets": budgets}),
+    )  # fmt: skip
 
 
 async def _flare_stream(events: AsyncIterator[Item | None], request: Request) -> AsyncIterator[bytes]:

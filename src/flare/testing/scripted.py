@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 
 from flare.lm.base import StopWhen
 from flare.lm.stops import cut_at_stop
-from flare.types import Completion, TokenLogprob
+from flare.text import HAN
+from flare.types import Completion, FinishReason, TokenLogprob
 
 __all__ = ["Response", "Rule", "ScriptError", "ScriptedCall", "ScriptedLM"]
 
@@ -45,11 +46,10 @@ PromptMatch = str | Callable[[str], bool]
 
 Rule = tuple[PromptMatch, Response]
 
-# Word-ish pieces with their leading whitespace: a run of letters/digits, one CJK character (as
+# Word-ish pieces with their leading whitespace: a run of letters/digits, one Han character (as
 # byte-level tokenisers mostly do for Chinese), or one punctuation mark; trailing whitespace is a
 # piece of its own so that the pieces always join back to the exact input.
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_PIECE = re.compile(rf"\s*(?:[{_CJK}]|[^\W{_CJK}]+|[^\w\s])|\s+")
+_PIECE = re.compile(rf"\s*(?:[{HAN}]|[^\W{HAN}]+|[^\w\s])|\s+")
 
 
 class ScriptError(AssertionError):
@@ -166,7 +166,7 @@ class ScriptedLM:
         response = _biased(self._find(prompt), logit_bias or {}, max_tokens)
         tokens: list[TokenLogprob] = []
         text = ""
-        finish = "stop"
+        finish: FinishReason = "stop"
         for i, (piece, prob) in enumerate(response):
             if i >= max_tokens:
                 finish = "length"

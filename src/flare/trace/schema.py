@@ -8,9 +8,18 @@ document text out of traces by default keeps permissions simple when traces are 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 TRACE_VERSION = "flare.trace/1"
+
+Decision = Literal[
+    "", "accept", "retrieve", "generate", "end", "no_evidence", "omit", "irrelevant",
+    "cap:max_retrievals", "cap:max_retries_per_gap",
+]  # fmt: skip
+"""What a step decided: keep the confident draft (``accept``), search and rewrite (``retrieve``),
+write from documents already held (``generate``), the model ended (``end``), the search found
+nothing (``no_evidence``; ``omit`` when the sentence was then skipped), the documents looked
+irrelevant (``irrelevant``, conditional commit), or a budget forbade searching (``cap:…``)."""
 
 
 @dataclass(slots=True)
@@ -33,7 +42,7 @@ class StepRecord:
     draft_tokens: list[tuple[str, float]] = field(default_factory=list)
     low_tokens: list[tuple[str, float]] = field(default_factory=list)
     threshold: float | None = None
-    decision: str = ""  # "accept", "retrieve", "cap:<name>", "no_evidence", "omit", "irrelevant"
+    decision: Decision = ""
     queries: list[str] = field(default_factory=list)
     retrieved: list[RetrievedRecord] = field(default_factory=list)
     sentence: str = ""

@@ -12,22 +12,17 @@ import math
 import re
 from collections.abc import Sequence
 
+from flare.text import HAN, STOPWORDS
 from flare.types import Passage
 
-_WORD = re.compile(r"[\u3400-\u9fff]|[^\W_]+", re.UNICODE)
-_STOP = frozenset(
-    [
-        "a", "an", "the", "of", "in", "on", "at", "to", "for", "and", "or", "but", "is", "are", "was", "were", "be",
-        "been", "by", "with", "as", "from", "that", "this", "it", "its", "he", "she", "they", "his", "her", "their",
-        "which", "who", "whom", "what", "when", "where", "how", "than", "then", "so", "not", "no",
-        "也", "的", "了", "是", "在", "和", "与", "及", "或", "就", "都", "而", "其", "这", "那", "有"
-    ]
-)
+# Each Han character is a word here (citation overlap needs no segmentation), and a run of
+# letters or digits stops at one ("2026年" is "2026" and "年").
+_WORD = re.compile(rf"[{HAN}]|[^\W_{HAN}]+")
 
 
 def content_words(text: str) -> set[str]:
     """Lower-cased words (and single CJK characters) that carry content."""
-    return {w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _STOP}
+    return {w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in STOPWORDS}
 
 
 def supporting(sentence: str, docs: Sequence[Passage], *, min_ratio: float = 0.5) -> list[int]:
