@@ -101,7 +101,7 @@ class Sentence:
 
     ``support`` is the support checker's verdict (``"unchecked"`` when verification is off):
     ``"supported"`` and ``"no_claims"`` pass; ``"partial"`` and ``"unsupported"`` sentences are
-    flagged, and ``unsupported`` lists the spans their cited passages do not back.
+    flagged and cite nothing, and ``unsupported`` lists the spans their passages do not back.
     """
 
     text: str
@@ -193,10 +193,11 @@ UNVERIFIED_MARK = "[?]"
 
 def _why(i: int, s: Sentence) -> str:
     if s.unsupported:
-        return f"- sentence {i}: " + ", ".join(f'"{span}"' for span in s.unsupported) + " not found in its sources"
+        spans = ", ".join(f'"{span}"' for span in s.unsupported)
+        return f"- sentence {i}: {spans} not found in the passages it was written from"
     if not s.grounded:
         return f"- sentence {i}: written without the sources it needed"
-    return f"- sentence {i}: no cited source backs it"
+    return f"- sentence {i}: the passages it was written from do not back it"
 
 
 def _attach(text: str, marks: str) -> str:

@@ -74,15 +74,17 @@ def test_flag_marks_an_unsupported_sentence_and_cites_only_what_backs_it() -> No
     assert first.support == "supported" and not first.flagged
     assert second.text == BAD.strip() and second.support == "partial" and second.flagged
     assert second.unsupported == ("1999",)
-    assert [answer.sources[n - 1].passage_id for n in second.citations] == ["v2"]  # v1 backs nothing of it
+    assert second.citations == ()  # a sentence its passages do not back cites none of them
+    assert first.citations == (1,) and [c.passage_id for c in answer.sources] == ["v1"]
     rendered = answer.render()
-    assert "1999[2][?]." in rendered and '"1999" not found in its sources' in rendered
+    assert "1999[?]." in rendered and '"1999" not found in the passages it was written from' in rendered
     as_json = answer.to_dict()["sentences"][1]
     assert as_json["flagged"] is True and as_json["unsupported"] == ["1999"] and as_json["support"] == "partial"
     streamed = [e.sentence for e in events if isinstance(e, SentenceAccepted)]
     assert streamed[1].flagged and streamed[1].unsupported == ("1999",)
     step = tracer.traces[0].steps[1]
     assert step.support == "partial" and step.verify == "flag" and step.unsupported == ["1999"]
+    assert "v2" in step.evidence and ("Miami", "name", True, step.claims[2][3]) in step.claims  # v2 backs the rest
     assert step.lift is not None and step.lift > 0  # the passages made Miami Beach far likelier
     # The evidence lift scored the sentence after the very prompt its draft was written from.
     drafts = [c for c in lm.calls if not has_docs(c) and _tail(c).strip() == FIRST.strip()]
@@ -249,11 +251,13 @@ def test_uncited_facts_are_flagged_and_uncited_prose_is_not() -> None:
     assert answer.sentences[0].citations == () and answer.sentences[0].support == "unsupported"
 
 
-def test_chinese_sentences_are_checked_with_chinese_words() -> None:
+@pytest.mark.parametrize(("said", "flagged"), [("报销须在三个月内完成。", True), ("报销须在10个工作日内完成。", False)])
+def test_chinese_sentences_are_checked_with_chinese_words(said: str, flagged: bool) -> None:
     docs = [Passage("z1", "2026年境内差旅的报销须在十个工作日内完成。", "差旅报销办法", {"acl": ["staff"]})]
     lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("。"), [])])
-    lm.add(lambda p: True, ScriptedLM.sentence("报销须在三个月内完成。"))
+    lm.add(lambda p: True, ScriptedLM.sentence(said))
     flare, _ = run(lm, retriever=MemoryRetriever(docs), verify="flag")
-    answer = flare.answer("差旅报销需要多久？")
-    assert answer.sentences[0].flagged and answer.sentences[0].unsupported == ("三个月",)
-    assert answer.sentences[0].citations == (1,)  # 报销 and 完成 are in the passage
+    sentence = flare.answer("差旅报销需要多久？").sentences[0]
+    assert sentence.flagged is flagged
+    assert sentence.unsupported == (("三个月",) if flagged else ())
+    assert sentence.citations == (() if flagged else (1,))  # 10 = 十, 工作日 and 完成 are in the passage

@@ -189,12 +189,17 @@ class Flare:
         return None
 
     def _commit(self, run: RunState, commit: Commit) -> tuple[Sentence, tuple[Citation, ...]]:
-        """Append the sentence, citing the step's documents that back it (C4, C6)."""
+        """Append the sentence, citing the step's documents that back it (C4, C6).
+
+        A verified sentence cites the fewest passages that back it; one they do not back (or back
+        only in part) cites nothing: it is shown marked, never with a citation that would vouch
+        for it. The passages it was checked against stay in the trace (``evidence``).
+        """
         piece, docs, verdict = commit.piece, commit.docs, commit.support
         new: list[Citation] = []
         numbers: list[int] = []
         if verdict is not None:
-            cited = list(verdict.cited)
+            cited = list(verdict.cited) if verdict.passes else []
         else:
             cited = supporting(piece.text, docs) if docs and commit.grounded else []
         for i in cited:
