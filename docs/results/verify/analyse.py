@@ -22,13 +22,17 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from flare.evaluate.datasets import load_dataset
+from flare.evaluate.citations import citation_scores
+from flare.evaluate.datasets import doc_id, load_dataset
 from flare.evaluate.harness import read_results
 from flare.evaluate.metrics import mean, percentile
 from flare.evaluate.prompts import style_for, template_for
 from flare.evaluate.report import paired
+from flare.evaluate.world import load_world
+from flare.evaluate.world_score import FIGURES as TRUTH
+from flare.evaluate.world_truth import Judge
 from flare.text import repeated_ngram
-from flare.types import Passage
+from flare.types import Answer, Citation, Passage, Sentence
 from flare.verify.support import exemplar_leaks
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -54,6 +58,35 @@ def corpus_of(dataset: str) -> dict[str, Passage]:
     return {str(r["id"]): Passage(str(r["id"]), r["text"], r.get("title", "")) for r in rows}
 
 
+def rescore(rec: dict[str, Any], corpus: dict[str, Passage], judge: Judge | None) -> None:
+    """Recompute the citation figures from the trace, as the current code cites.
+
+    Runs made before a flagged sentence stopped citing its passages (the development runs) are
+    scored as the current code would have cited: the text is the same, only citations differ.
+    """
+    trace = rec.get("trace")
+    if rec.get("error") or not trace:
+        return
+    ids = {s["n"]: s["id"] for s in trace["sources"]}
+    sentences = []
+    for step in trace["steps"]:
+        if not step.get("sentence"):
+            continue
+        flagged = step.get("support") in ("partial", "unsupported") or not step.get("grounded", True)
+        cited = [] if step.get("support") in ("partial", "unsupported") else [ids[n] for n in step["citations"]]
+        sentences.append((step["sentence"], cited, flagged, step.get("support", "unchecked")))
+    used = list(dict.fromkeys(i for _, cited, _, _ in sentences for i in cited))
+    number = {pid: n for n, pid in enumerate(used, start=1)}
+    answer = Answer(rec["question"], tuple(
+        Sentence(text, True, tuple(number[i] for i in cited), not flagged or support != "unchecked", support)
+        for text, cited, flagged, support in sentences
+    ), tuple(Citation(number[i], i, corpus[doc_id(i)].title, corpus[doc_id(i)].text) for i in used), "end", "")  # fmt: skip
+    rec["scores"].update(citation_scores(answer))
+    if judge is not None:
+        verdict = judge.judge(rec["id"], [(text, cited) for text, cited, _, _ in sentences])
+        rec["scores"].update({f"truth_{k}": v for k, v in verdict.scores().items() if k in TRUTH})
+
+
 def extras(rec: dict[str, Any], corpus: dict[str, Passage]) -> dict[str, float | None]:
     """Exemplar leak and looping for one record (None for a failed example)."""
     trace = rec.get("trace")
@@ -62,7 +95,7 @@ def extras(rec: dict[str, Any], corpus: dict[str, Passage]) -> dict[str, float |
     sentences = [s["sentence"] for s in trace["steps"] if s.get("sentence")]
     header = template_for(rec["dataset"], layout="plain", style=style_for(rec["settings"]["method"])).header
     seen = {r["id"] for s in trace["steps"] for r in s["retrieved"]}
-    passages = [corpus[i] for i in seen if i in corpus]
+    passages = [corpus[doc_id(i)] for i in seen if doc_id(i) in corpus]
     leak = any(exemplar_leaks(s, header, rec["question"], passages) for s in sentences)
     loop = any(repeated_ngram(s, 4) is not None for s in sentences)
     return {"leak": float(leak), "loop": float(loop)}
@@ -147,8 +180,10 @@ def main() -> None:
     args = ap.parse_args()
     records = [r for p in args.results for r in read_results(p)]
     corpora: dict[str, dict[str, Passage]] = {}
+    judge = Judge(load_world(WORLD))
     for r in records:
         corpus = corpora.setdefault(r["dataset"], corpus_of(r["dataset"]))
+        rescore(r, corpus, judge if r["dataset"] == "world" else None)
         r["_extra"] = extras(r, corpus)
     lines = ["# Verified answers: held-out results", ""]
     for ds in dict.fromkeys(r["dataset"] for r in records):
