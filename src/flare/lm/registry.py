@@ -1,7 +1,8 @@
 """Model specs: one short string selects a backend and a model (``--model`` on the CLI).
 
 A spec is a registered name (``"smollm2"``, ``"gemma3"``), ``"prefix:rest"`` for a registered
-prefix (e.g. a future ``"openai:http://host:8000/v1#model"``), or a path to a ``.gguf`` file.
+prefix (``"openai:http://host:8000/v1#model"``, ``"xllamacpp:gemma3"``), or a path to a ``.gguf``
+file.
 Backends register a factory here, the built-in ones the same way as later ones, and each
 factory imports its heavy library only when called.
 
@@ -121,9 +122,20 @@ def gemma3_model_path() -> Path:
         raise ModelError(f"could not assemble Gemma 3 at {target}: {e}", hint=MODEL_HINT) from e
 
 
+def _one_at_a_time(options: dict[str, Any]) -> None:
+    """The in-process llama.cpp model runs one call at a time: ``max_parallel`` > 1 is an error."""
+    parallel = options.pop("max_parallel", None)
+    if parallel not in (None, 1):
+        raise ConfigError(
+            f"max_parallel={parallel}: the in-process llama.cpp model runs one call at a time",
+            "use --model xllamacpp:MODEL (parallel slots in-process) or openai:URL for a server",
+        )
+
+
 def _gguf_file(path: str, **options: Any) -> LanguageModel:
     from flare.lm.llama import LlamaCppModel
 
+    _one_at_a_time(options)
     file = Path(path).expanduser()
     if not file.is_file():
         raise ModelError(f"model file not found: {file}", hint=MODEL_HINT)
@@ -133,6 +145,7 @@ def _gguf_file(path: str, **options: Any) -> LanguageModel:
 def _smollm2(rest: str, **options: Any) -> LanguageModel:
     from flare.lm.llama import LlamaCppModel
 
+    _one_at_a_time(options)
     options.setdefault("name", "smollm2")
     # SmolLM2 is chat-tuned: its ChatML turn markers must be read as control tokens. Safe in the
     # engine, whose prompts defuse control-token spellings in documents and questions.
@@ -143,6 +156,7 @@ def _smollm2(rest: str, **options: Any) -> LanguageModel:
 def _gemma3(rest: str, **options: Any) -> LanguageModel:
     from flare.lm.llama import LlamaCppModel
 
+    _one_at_a_time(options)
     options.setdefault("name", "gemma3")
     return LlamaCppModel(gemma3_model_path(), **options)
 
@@ -162,7 +176,14 @@ def _scripted(rest: str, **options: Any) -> LanguageModel:
     return load_script(rest)
 
 
+def _xllamacpp(rest: str, **options: Any) -> LanguageModel:
+    from flare.lm.llama_server import from_spec
+
+    return from_spec(rest, **options)
+
+
 register_model("smollm2", _smollm2)
 register_model("gemma3", _gemma3)
 register_model("openai", _openai)
 register_model("scripted", _scripted)
+register_model("xllamacpp", _xllamacpp)
