@@ -37,14 +37,12 @@ _TABLES = (
     "INSERT INTO flare_trace_meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO NOTHING",
 )
 _INSERT = (
-    "INSERT INTO flare_traces (trace_id, owner, created, trace) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (trace_id) DO NOTHING"
+    "INSERT INTO flare_traces (trace_id, owner, created, trace) VALUES (?, ?, ?, ?) ON CONFLICT (trace_id) DO NOTHING"
 )
 _SELECT = "SELECT trace FROM flare_traces WHERE trace_id = ? AND owner = ? AND created >= ?"
 _PRUNE_AGE = "DELETE FROM flare_traces WHERE created < ?"
 _PRUNE_COUNT = (
-    "DELETE FROM flare_traces WHERE created < "
-    "(SELECT created FROM flare_traces ORDER BY created DESC LIMIT 1 OFFSET ?)"
+    "DELETE FROM flare_traces WHERE created < (SELECT created FROM flare_traces ORDER BY created DESC LIMIT 1 OFFSET ?)"
 )
 
 
@@ -57,11 +55,13 @@ class _SqlTraceStore(ABC):
         self.max_age = None if max_age_days is None else max_age_days * 86400.0
         self._lock = threading.Lock()
         self._writes = 0
+        self._last = 0.0
 
     def put(self, owner: str, trace: dict[str, Any]) -> None:
         text = json.dumps(trace, ensure_ascii=False, separators=(",", ":"))
         with self._lock:
-            self._run(_INSERT, (str(trace["trace_id"]), owner, time.time(), text))
+            self._last = max(time.time(), self._last + 1e-6)  # distinct times: count retention is exact
+            self._run(_INSERT, (str(trace["trace_id"]), owner, self._last, text))
             self._writes += 1
             if self._writes % PRUNE_EVERY == 0:
                 self._prune()
