@@ -37,7 +37,7 @@ import httpx
 
 from flare.errors import ConfigError, ModelError
 from flare.lm.base import StopWhen
-from flare.lm.openai_http import OpenAIHTTPModel
+from flare.lm.openai_http import DEFAULT_EXTRA, OpenAIHTTPModel
 from flare.lm.registry import MODEL_HINT
 from flare.types import Completion
 
@@ -183,6 +183,9 @@ class LlamaServerModel:
             logprobs=True,
             name=self.name,
             max_parallel=self.max_parallel,
+            # timings in every streamed chunk: prompt tokens evaluated vs reused from the slot's
+            # cache, known even though the stream is closed at the end of a sentence
+            extra={**DEFAULT_EXTRA, "timings_per_token": True},
         )
         self._server = server
         self._chat_template = _chat_template(server.listening_address, key)

@@ -208,7 +208,8 @@ class OpenAIHTTPModel:
             streamed = self._complete_streamed(body, stop_when)
             if streamed is not None:
                 text, pieces, finish, generated = cap(*streamed[:3], max_tokens)
-                usage = {"prompt_tokens": self._count_prompt(prompt)}  # a closed stream sends none
+                # A closed stream sends no usage; llama.cpp's timings_per_token gives it early.
+                usage = streamed[3] or {"prompt_tokens": self._count_prompt(prompt)}
                 return completion(text, pieces, finish, usage, generated, start)
         choice, usage = self._complete_once(body)
         text, finish = str(choice.get("text") or ""), finish_reason(choice.get("finish_reason"))
@@ -297,8 +298,13 @@ class OpenAIHTTPModel:
     ) -> tuple[str, list[Piece], FinishReason, dict[str, Any]] | None:
         text, pieces, received = "", list[Piece](), False
         finish: FinishReason | None = None  # until the server says why it stopped
+        usage: dict[str, Any] = {}
         for chunk in events:
             received = True
+            timings = chunk.get("timings")
+            if not usage and isinstance(timings, dict) and isinstance(timings.get("prompt_n"), int):
+                cached = int(timings.get("cache_n") or 0)
+                usage = {"prompt_tokens": cached + timings["prompt_n"], "_evaluated": timings["prompt_n"]}
             choice = first_choice(chunk)
             part = str(choice.get("text") or "")
             raw = streamed_tokens(choice.get("logprobs"))
@@ -315,7 +321,7 @@ class OpenAIHTTPModel:
                     pieces.append(piece)
                     text += piece[0]
                     if stop_when(text):
-                        return text, pieces, "sentence", {}
+                        return text, pieces, "sentence", usage
             if choice.get("finish_reason"):
                 finish = finish_reason(choice["finish_reason"])
         if not received:
@@ -323,7 +329,7 @@ class OpenAIHTTPModel:
         if finish is None:
             # A stream that ends without saying why ended early: what came is not a whole answer.
             raise _StreamCut(f"it ended after {len(text)} characters with no finish_reason")
-        return text, pieces, finish, {}
+        return text, pieces, finish, usage
 
     def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         for attempt in range(self.max_retries + 1):
