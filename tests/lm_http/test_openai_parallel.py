@@ -82,3 +82,40 @@ def test_a_shared_instance_keeps_at_most_max_parallel_calls_in_flight() -> None:
 def test_max_parallel_must_be_positive() -> None:
     with pytest.raises(ConfigError, match="max_parallel"):
         OpenAIHTTPModel(URL, max_parallel=0)
+
+
+def test_held_back_tokens_wait_for_their_text_or_the_end() -> None:
+    """llama.cpp streams a token that may start a stop string with its logprob but no text yet."""
+    calls: list[bool] = []
+
+    def stream(chunks: list[dict[str, object]]) -> httpx.Response:
+        return httpx.Response(200, content=_sse(chunks), headers={"content-type": "text/event-stream"})
+
+    def held(text: str) -> dict[str, object]:
+        return {"choices": [{"text": "", "logprobs": {"content": [_entry(text, -0.5)]}}]}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        calls.append(bool(body.get("stream")))
+        if body["prompt"] == "ends":  # "\n" is held back, then the stop string ends the answer
+            return stream([held("\n"), {"choices": [{"text": "", "logprobs": None, "finish_reason": "stop"}]}])
+        return stream([held(" Q"), {"choices": [{"text": " Qu.", "logprobs": {"content": [_entry("u.", -0.25)]}}]},
+                       {"choices": [{"text": " Next", "logprobs": {"content": [_entry(" Next", -0.1)]}}]}])  # fmt: skip
+
+    lm = OpenAIHTTPModel(URL, "m", logprobs=True, transport=httpx.MockTransport(handler))
+    lm._tokenizer = None  # no tokenize endpoint: skip the probe
+    ended = lm.complete("ends", max_tokens=8, stop=["\n"], stop_when=lambda t: "." in t)
+    goes_on = lm.complete("goes on", max_tokens=8, stop=["\n"], stop_when=lambda t: "." in t)
+    assert (ended.text, ended.finish_reason, ended.tokens) == ("", "stop", ())
+    assert (goes_on.text, goes_on.finish_reason) == (" Qu.", "sentence")
+    assert [(t.text, t.logprob) for t in goes_on.tokens] == [(" Q", -0.5), ("u.", -0.25)]
+    assert calls == [True, True]  # no fallback to a second, plain request
+
+
+def test_empty_completion_with_null_logprobs_is_no_error() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"choices": [{"text": "", "logprobs": None, "finish_reason": "stop"}]})
+
+    lm = OpenAIHTTPModel(URL, "m", logprobs=True, stream=False, transport=httpx.MockTransport(handler))
+    c = lm.complete("Q", max_tokens=8, stop=["\n"])
+    assert (c.text, c.tokens, c.finish_reason) == ("", (), "stop")

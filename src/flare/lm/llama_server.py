@@ -33,10 +33,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from flare.errors import ConfigError, ModelError
 from flare.lm.base import StopWhen
+from flare.lm.gguf import read_metadata_string
 from flare.lm.openai_http import DEFAULT_EXTRA, OpenAIHTTPModel
 from flare.lm.registry import MODEL_HINT
 from flare.types import Completion
@@ -109,7 +108,7 @@ class LlamaServerModel:
 
     @property
     def chat_template(self) -> str | None:
-        """The model's chat template as the server reports it (never applied automatically)."""
+        """The chat template in the model file, if any (never applied automatically)."""
         self._client()
         return self._chat_template
 
@@ -188,16 +187,9 @@ class LlamaServerModel:
             extra={**DEFAULT_EXTRA, "timings_per_token": True},
         )
         self._server = server
-        self._chat_template = _chat_template(server.listening_address, key)
+        # The server reports ChatML for a model whose file has no template; read the file's own.
+        self._chat_template = read_metadata_string(path, "tokenizer.chat_template")
         return http
-
-
-def _chat_template(root: str, key: str) -> str | None:
-    response = httpx.get(f"{root}/props", headers={"Authorization": f"Bearer {key}"}, timeout=30)
-    if response.status_code != 200:
-        return None
-    template = response.json().get("chat_template")
-    return str(template) if template else None
 
 
 def from_spec(rest: str, **options: Any) -> LlamaServerModel:

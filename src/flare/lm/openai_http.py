@@ -276,6 +276,8 @@ class OpenAIHTTPModel:
 
         llama_cpp.server streams each byte token of a split character as "" and never sends the
         character itself, so a streamed byte token makes the caller fall back to a plain request.
+        llama.cpp's C++ server sends each token's bytes, so a token held back without text (it may
+        start a stop string) waits for the text that follows, or for the end.
         """
         want = "logprobs" in body
         for attempt in range(2):
@@ -299,6 +301,7 @@ class OpenAIHTTPModel:
         text, pieces, received = "", list[Piece](), False
         finish: FinishReason | None = None  # until the server says why it stopped
         usage: dict[str, Any] = {}
+        pending: list[tuple[str, float]] = []
         for chunk in events:
             received = True
             timings = chunk.get("timings")
@@ -308,9 +311,13 @@ class OpenAIHTTPModel:
             choice = first_choice(chunk)
             part = str(choice.get("text") or "")
             raw = streamed_tokens(choice.get("logprobs"))
+            if want and raw and not part:
+                if not isinstance((choice.get("logprobs") or {}).get("content"), list):
+                    return None
+                pending += raw  # llama.cpp holds back text that may start a stop string
+                continue
+            raw, pending = pending + raw, []
             values = [v for _, v in raw]
-            if want and values and not part:
-                return None
             if part:
                 if want and not values:
                     raise ModelError("the server streamed a token without its logprob",

@@ -52,7 +52,7 @@ def merge_pieces(raw: Sequence[tuple[str, float]]) -> list[Piece]:
 def pieces_of(choice: Mapping[str, Any], text: str, want: bool) -> tuple[list[Piece], bool]:
     """Whole-character pieces of ``text`` with logprobs, from any of the known formats."""
     lp = choice.get("logprobs")
-    if not want:
+    if not want or (not text and not lp):  # llama.cpp sends null logprobs when a stop came first
         return [], False
     if not isinstance(lp, dict) or not lp:
         raise ModelError("the server returned no logprobs", "FLARE direct needs token logprobs; "
