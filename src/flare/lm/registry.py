@@ -79,7 +79,8 @@ def registered_models() -> list[str]:
 def resolve_model(spec: str | None = None, **options: Any) -> LanguageModel:
     """Build the model ``spec`` names (``None`` → :data:`DEFAULT_MODEL`).
 
-    ``options`` go to the backend (for llama.cpp: ``n_ctx``, ``n_threads``, ``n_contexts`` …).
+    ``options`` go to the backend (for llama.cpp: ``n_ctx``, ``n_threads``, ``n_contexts`` …;
+    ``max_parallel`` N > 1 makes an in-process model a :class:`~flare.lm.pool.ModelPool` of N copies).
     Raises :class:`ModelError` for an unknown spec or a missing model file.
     """
     spec = (spec or DEFAULT_MODEL).strip()
@@ -122,43 +123,36 @@ def gemma3_model_path() -> Path:
         raise ModelError(f"could not assemble Gemma 3 at {target}: {e}", hint=MODEL_HINT) from e
 
 
-def _one_at_a_time(options: dict[str, Any]) -> None:
-    """The in-process llama.cpp model runs one call at a time: ``max_parallel`` > 1 is an error."""
-    parallel = options.pop("max_parallel", None)
-    if parallel not in (None, 1):
-        raise ConfigError(
-            f"max_parallel={parallel}: the in-process llama.cpp model runs one call at a time",
-            "use --model xllamacpp:MODEL (parallel slots in-process) or openai:URL for a server",
-        )
+def _in_process(path: Path, options: dict[str, Any]) -> LanguageModel:
+    """llama.cpp in-process; with ``max_parallel`` > 1, that many copies (it takes one call at a time)."""
+    from flare.lm.llama import LlamaCppModel
+
+    parallel = options.pop("max_parallel", None) or 1
+    if parallel == 1:
+        return LlamaCppModel(path, **options)
+    from flare.lm.pool import ModelPool
+
+    return ModelPool(lambda: LlamaCppModel(path, **options), parallel)
 
 
 def _gguf_file(path: str, **options: Any) -> LanguageModel:
-    from flare.lm.llama import LlamaCppModel
-
-    _one_at_a_time(options)
     file = Path(path).expanduser()
     if not file.is_file():
         raise ModelError(f"model file not found: {file}", hint=MODEL_HINT)
-    return LlamaCppModel(file, **options)
+    return _in_process(file, options)
 
 
 def _smollm2(rest: str, **options: Any) -> LanguageModel:
-    from flare.lm.llama import LlamaCppModel
-
-    _one_at_a_time(options)
     options.setdefault("name", "smollm2")
     # SmolLM2 is chat-tuned: its ChatML turn markers must be read as control tokens. Safe in the
     # engine, whose prompts defuse control-token spellings in documents and questions.
     options.setdefault("special_tokens", True)
-    return LlamaCppModel(default_model_path(), **options)
+    return _in_process(default_model_path(), options)
 
 
 def _gemma3(rest: str, **options: Any) -> LanguageModel:
-    from flare.lm.llama import LlamaCppModel
-
-    _one_at_a_time(options)
     options.setdefault("name", "gemma3")
-    return LlamaCppModel(gemma3_model_path(), **options)
+    return _in_process(gemma3_model_path(), options)
 
 
 def _openai(rest: str, **options: Any) -> LanguageModel:
