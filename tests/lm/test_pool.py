@@ -49,6 +49,8 @@ def test_concurrent_calls_give_the_single_model_results(make_llama: MakeLlama) -
         got, want = results[i], expected[i % 4]
         assert got.text == want.text and got.tokens == want.tokens  # type: ignore[attr-defined]
     assert all(c.stats.calls > 0 for c in copies), "one copy did all the work"
+    assert pool.supports_scoring
+    assert pool.score(PROMPTS[0], " William").tokens == single.score(PROMPTS[0], " William").tokens
     assert parallel_calls(pool) == 2 and pool.name == single.name
 
 

@@ -22,7 +22,9 @@ from flare.lm.base import parallel_calls
 from flare.lm.openai_http import OpenAIHTTPModel
 from flare.retrieve.tantivy_index import TantivyRetriever
 from flare.server import Limits, create_app
+from flare.server.runner import Cancelled, SharedLM
 from flare.testing.fake_openai import FakeOpenAIServer
+from flare.testing.scripted import ScriptedLM
 from tests.server.support import STAFF_KEY, LiveServer, ParrotLM, keys
 
 QUESTIONS = [
@@ -152,3 +154,17 @@ def test_parallel_calls_reads_the_capability() -> None:
     assert parallel_calls(object()) == 1
     assert parallel_calls(Nonsense()) == 1
     assert parallel_calls(OpenAIHTTPModel("http://127.0.0.1:9/v1", max_parallel=3)) == 3
+
+
+def test_scoring_goes_through_the_shared_model() -> None:
+    """The support checker's ``score`` reaches the backend under the same slots and cancellation."""
+    lm = ScriptedLM([("Search results", ScriptedLM.sentence(" Paris is the capital."))])
+    cancel = threading.Event()
+    shared = SharedLM(lm, threading.BoundedSemaphore(1), cancel)
+    assert shared.supports_scoring
+    scored = shared.score("Search results: ...\nAnswer:", " Paris is the capital.")
+    assert scored.text == " Paris is the capital." and lm.scored
+    cancel.set()
+    with pytest.raises(Cancelled):
+        shared.score("Search results: ...\nAnswer:", " Paris")
+    assert not SharedLM(ParrotLM(), threading.BoundedSemaphore(1), cancel).supports_scoring

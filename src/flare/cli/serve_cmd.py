@@ -81,8 +81,8 @@ from flare.retrieve.base import Retriever
     "--max-parallel",
     type=click.IntRange(min=1),
     default=None,
-    help="LM calls run at once, for models that serve calls in parallel (openai:URL: the server's "
-    "slots, default 8; xllamacpp:MODEL: its slots, default 4). The in-process llama.cpp model runs one.",
+    help="LM calls run at once: openai:URL, the server's slots (default 8); xllamacpp:MODEL, its "
+    "slots (default 4); an in-process model, that many copies of it (default 1), each on --threads.",
 )
 @click.option(
     "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True

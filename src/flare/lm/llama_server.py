@@ -56,6 +56,7 @@ class LlamaServerModel:
 
     supports_logprobs = True
     supports_logit_bias = True
+    supports_scoring = False  # the server has no prompt log-probabilities to score a given text
 
     def __init__(
         self,

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from flare.errors import ConfigError
-from flare.lm.base import LanguageModel, StopWhen
+from flare.lm.base import LanguageModel, ScoringModel, StopWhen
 from flare.types import Completion
 
 __all__ = ["ModelPool"]
@@ -51,6 +51,7 @@ class ModelPool:
         self.max_parallel = size
         self.supports_logprobs = first.supports_logprobs
         self.supports_logit_bias = first.supports_logit_bias
+        self.supports_scoring = bool(getattr(first, "supports_scoring", False))
         self._free = set(range(size))
         self._recent: list[deque[str]] = [deque(maxlen=_REMEMBERED) for _ in range(size)]
         self._idle_since = [0] * size
@@ -75,6 +76,12 @@ class ModelPool:
         """Continue ``prompt`` on a free copy (see :class:`~flare.lm.base.LanguageModel`)."""
         with self._lease(prompt) as lm:
             return lm.complete(prompt, max_tokens=max_tokens, stop=stop, stop_when=stop_when, logit_bias=logit_bias)
+
+    def score(self, prompt: str, continuation: str) -> Completion:
+        """The copies' ``score`` (see :class:`~flare.lm.base.ScoringModel`), on a free copy."""
+        with self._lease(prompt) as lm:
+            scorer: ScoringModel = lm  # type: ignore[assignment]
+            return scorer.score(prompt, continuation)
 
     def count_tokens(self, text: str) -> int:
         with self._lease(None) as lm:

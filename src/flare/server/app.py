@@ -144,18 +144,13 @@ class _AccessLog:
         state["request_id"] = rid
         started = time.perf_counter()
         status = 500
+        logged = False
 
-        async def send_with_id(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", rid.encode())]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_with_id)
-        finally:
+        def record() -> None:
+            nonlocal logged
+            if logged:
+                return
+            logged = True
             route = _route_label(str(scope.get("path", "")))
             self.metrics.inc("flare_http_requests_total", route=route, status=str(status))
             fields = {
@@ -168,6 +163,21 @@ class _AccessLog:
                 "principal": state.get("principal"),
             }
             log.info("%s %s %s", scope.get("method"), route, status, extra={"fields": fields})
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", rid.encode())]
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                record()  # before the last byte leaves: a client that has the response sees the line
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            record()  # a response that never finished (client gone, error)
 
 
 def _route_label(path: str) -> str:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from flare.config import Settings
 from flare.engine.events import Event, Finished
 from flare.engine.loop import Flare
-from flare.lm.base import LanguageModel, StopWhen, parallel_calls
+from flare.lm.base import LanguageModel, ScoringModel, StopWhen, parallel_calls
 from flare.retrieve.base import Retriever
 from flare.retrieve.filters import Filters
 from flare.server.auth import Principal
@@ -54,6 +54,7 @@ class SharedLM:
         self.name = lm.name
         self.supports_logprobs = lm.supports_logprobs
         self.supports_logit_bias = lm.supports_logit_bias
+        self.supports_scoring = bool(getattr(lm, "supports_scoring", False))
 
     def complete(
         self,
@@ -71,6 +72,15 @@ class SharedLM:
             result = self.lm.complete(prompt, max_tokens=max_tokens, stop=stop, stop_when=until, logit_bias=logit_bias)
         if self._cancel.is_set():
             raise Cancelled  # the completion may have been cut short: it must not be used
+        return result
+
+    def score(self, prompt: str, continuation: str) -> Completion:
+        """The backend's ``score`` (see :class:`~flare.lm.base.ScoringModel`), in a slot like ``complete``."""
+        scorer: ScoringModel = self.lm  # type: ignore[assignment]
+        with self._held():
+            result = scorer.score(prompt, continuation)
+        if self._cancel.is_set():
+            raise Cancelled
         return result
 
     def count_tokens(self, text: str) -> int:
@@ -236,16 +246,17 @@ class Run:
             template=base.template,
             tracer=self.capture,
         )
-        outcome, answer = "cancelled", None
+        outcome, answer, final = "cancelled", None, None
         events = engine.stream(self.question, filters=self.filters)
         try:
             for event in events:
                 if self.cancelled.is_set():
                     break
                 if isinstance(event, Finished):
-                    answer = event.answer
+                    answer, final = event.answer, event
                     outcome = "finished"
                     self._record(event)
+                    break  # the last event: it goes out once the run has really ended (below)
                 self._push(event)
         except Cancelled:
             pass
@@ -262,7 +273,6 @@ class Run:
                 service.metrics.inc("flare_cancelled_total")
             elif outcome == "error":
                 service.metrics.inc("flare_errors_total")
-            self._push(_END)
             service._finished(self)
             fields = {
                 "event": "answer",
@@ -279,6 +289,10 @@ class Run:
                     lm_calls=answer.lm_calls,
                 )
             log.info("answer %s", outcome, extra={"fields": fields})
+            # A client that has its answer sees a freed slot, counted metrics and the log line.
+            if final is not None:
+                self._push(final)
+            self._push(_END)
 
     def _record(self, event: Finished) -> None:
         trace = self.capture.trace
