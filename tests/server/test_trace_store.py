@@ -134,3 +134,15 @@ def test_a_store_from_a_newer_flare_is_refused(tmp_path: Path) -> None:
 def test_default_path_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     assert default_trace_path() == tmp_path / "flare" / "traces.sqlite"
+
+
+def test_a_store_failure_loses_the_trace_not_the_answer(index_dir: Path, tmp_path: Path) -> None:
+    store = SqliteTraceStore(tmp_path / "t.sqlite")
+    engine = Flare(ParrotLM(), TantivyRetriever(index_dir), Settings(theta=0.5, max_sentences=2),
+                   template=PromptTemplate.plain())  # fmt: skip
+    with LiveServer(create_app(engine, keys(), Limits(), traces=store)) as live, live.client(FINANCE_KEY) as http:
+        store.close()  # the database goes away under the running server
+        answer = http.post("/v1/answers", json={"question": QUESTION})
+        metrics = http.get("/metrics").text
+    assert answer.status_code == 200 and answer.json()["answer"]
+    assert "flare_trace_store_errors_total 1" in metrics
