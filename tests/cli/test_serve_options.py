@@ -14,7 +14,8 @@ from tests.cli.test_cli_errors import flare, one_line_error
 def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("serve")
     corpus = root / "c.jsonl"
-    corpus.write_text(json.dumps({"id": "a", "title": "A", "text": "Alpha is a letter."}) + "\n", encoding="utf-8")
+    passage = {"id": "a", "title": "A", "text": "Alpha is a letter.", "meta": {"acl": ["g"]}}
+    corpus.write_text(json.dumps(passage) + "\n", encoding="utf-8")
     assert flare("index", str(corpus), "--index", str(root / "idx"), "--quiet").returncode == 0
     keys = root / "keys.toml"
     keys.write_text('[[keys]]\nkey = "sk-test-0123456789abcdef"\nprincipal = "p"\ngroups = ["g"]\n', encoding="utf-8")

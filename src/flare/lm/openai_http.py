@@ -315,10 +315,9 @@ class OpenAIHTTPModel:
                 if not isinstance((choice.get("logprobs") or {}).get("content"), list):
                     return None
                 pending += raw  # llama.cpp holds back text that may start a stop string
-                continue
-            raw, pending = pending + raw, []
-            values = [v for _, v in raw]
-            if part:
+            elif part:
+                raw, pending = pending + raw, []
+                values = [v for _, v in raw]
                 if want and not values:
                     raise ModelError("the server streamed a token without its logprob",
                                      SERVER_HINT)  # fmt: skip
