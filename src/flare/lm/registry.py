@@ -171,8 +171,11 @@ def _scripted(rest: str, **options: Any) -> LanguageModel:
 
 
 def _xllamacpp(rest: str, **options: Any) -> LanguageModel:
-    from flare.lm.llama_server import from_spec
-
+    try:
+        from flare.lm.llama_server import from_spec
+    except ImportError as err:
+        raise ModelError(f"the xllamacpp: backend needs {err.name}, which is not installed",
+                         "pip install 'flare-rag[xllamacpp]'") from None  # fmt: skip
     return from_spec(rest, **options)
 
 
