@@ -52,6 +52,7 @@ class Tally:
     latencies: list[float] = field(default_factory=list)
     first_sentence: list[float] = field(default_factory=list)
     answers: dict[str, set[str]] = field(default_factory=dict)  # question -> answers given
+    stop_reasons: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     refused: int = 0  # 429: the concurrency limit answered
 
@@ -86,6 +87,8 @@ async def one(http: httpx.AsyncClient, question: str, tally: Tally) -> None:
             return
         tally.latencies.append(time.perf_counter() - started)
         tally.answers.setdefault(question, set()).add(str(done.get("answer", "")))
+        reason = str(done.get("stop_reason", ""))
+        tally.stop_reasons[reason] = tally.stop_reasons.get(reason, 0) + 1
         if first is not None:
             tally.first_sentence.append(first)
     except httpx.HTTPError as err:
@@ -162,7 +165,8 @@ def run_row(args: argparse.Namespace, lm: str, n_clients: int, questions: list[s
             root, _ = stack.enter_context(child("llama", "/health", "--lm", spec.model, "--slots", slots, *threads))
             lm_url = ["--lm-url", root + "/v1"]
         flare, pid = stack.enter_context(child("flare", "/healthz", "--lm", lm, "--index", str(args.index),
-                                          "--max-sentences", str(args.max_sentences), *threads, *lm_url))  # fmt: skip
+                                          "--max-sentences", str(args.max_sentences),
+                                          "--max-seconds", str(args.max_seconds), *threads, *lm_url))  # fmt: skip
         tally, seconds = asyncio.run(
             asyncio.wait_for(drive(flare, questions, n_clients, args.per_client), args.timeout)
         )
@@ -197,6 +201,7 @@ def figures(lm: str, n_clients: int, tally: Tally, seconds: float, metrics: str)
         "lm_tokens_per_answer": round(values.get("flare_lm_tokens_evaluated_total", 0) / max(done, 1), 1),
         "lm_calls_per_answer": round(values.get("flare_lm_calls_total", 0) / max(done, 1), 2),
         "answers": {q: sorted(a) for q, a in tally.answers.items()},
+        "stop_reasons": tally.stop_reasons,
         "error_samples": tally.errors[:3],
     }  # fmt: skip
 
@@ -220,7 +225,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
           f"threads {args.threads}, token delay {args.token_delay}s (fake-http), "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} cores")  # fmt: skip
     head = ("lm", "clients", "done", "err", "answers/s", "p50 s", "p95 s", "1st sent. p50", "LM tok/ans",
-            "same as 1 client", "x own 1 client", f"x {rows[0]['lm']}", "flare RSS MiB")  # fmt: skip
+            "same as 1 client", "x own 1 client", f"x {rows[0]['lm']}", "flare RSS MiB", "stop reasons")  # fmt: skip
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
@@ -228,7 +233,8 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         ref = next((x for x in rows if x["lm"] == rows[0]["lm"] and x["clients"] == r["clients"]), None)
         cells = [r["lm"], r["clients"], r["completed"], r["errors"], r["answers_per_s"], r["p50_s"], r["p95_s"],
                  r["first_sentence_p50_s"], r["lm_tokens_per_answer"], same_as_one_client(rows, r),
-                 _ratio(r, own), _ratio(r, ref), r["flare_peak_rss_mib"]]  # fmt: skip
+                 _ratio(r, own), _ratio(r, ref), r["flare_peak_rss_mib"],
+                 " ".join(f"{k}:{v}" for k, v in sorted(r["stop_reasons"].items()))]  # fmt: skip
         print("| " + " | ".join(str(c) for c in cells) + " |")
     for r in rows:
         for sample in r["error_samples"]:
@@ -268,6 +274,8 @@ def main() -> None:
     parser.add_argument("--clients", default="1,2,4,8", help="comma-separated client counts")
     parser.add_argument("--per-client", type=int, default=4, help="answers each client asks for")
     parser.add_argument("--max-sentences", type=int, default=2)
+    parser.add_argument("--max-seconds", type=float, default=3600.0,
+                        help="answer time budget: high, so that a slow row does not cut answers short")  # fmt: skip
     parser.add_argument("--threads", type=int, default=None, help="model threads (in-process and llama-server)")
     parser.add_argument("--token-delay", type=float, default=0.02, help="seconds per token of fake-http")
     parser.add_argument("--index", type=Path, default=None, help="default: index the example handbook")

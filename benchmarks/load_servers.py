@@ -101,10 +101,11 @@ def run_flare(args: argparse.Namespace) -> None:
     from flare.server.logs import configure
 
     lm = build_lm(parse_lm(args.lm), args.lm_url, args.threads)
-    settings = Settings(max_sentences=args.max_sentences)
+    settings = Settings(max_sentences=args.max_sentences, max_seconds=args.max_seconds)
     engine = Flare(lm, TantivyRetriever(args.index), settings)
     keys = KeyStore.from_config({"keys": [{"key": KEY, "principal": "bench", "groups": ["staff"]}]})
-    limits = Limits(max_concurrency=args.max_concurrency, max_sentences=args.max_sentences)
+    limits = Limits(max_concurrency=args.max_concurrency, max_sentences=args.max_sentences,
+                    max_seconds=args.max_seconds)  # fmt: skip
     configure("warning")
     uvicorn.run(create_app(engine, keys, limits), host="127.0.0.1", port=args.port, log_level="warning",
                 access_log=False)  # fmt: skip
@@ -143,6 +144,7 @@ def main() -> None:
     parser.add_argument("--index", type=Path, default=None)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--max-sentences", type=int, default=2)
+    parser.add_argument("--max-seconds", type=float, default=3600.0)
     parser.add_argument("--max-concurrency", type=int, default=16)
     parser.add_argument("--token-delay", type=float, default=0.02)
     parser.add_argument("--slots", type=int, default=4)
