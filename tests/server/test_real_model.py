@@ -107,8 +107,9 @@ def test_flare_serve_command(index_dir: Path, tmp_path: Path) -> None:
     cmd = [sys.executable, "-c", "from flare.cli.serve_cmd import serve; serve()",
            "--index", str(index_dir), "--keys", str(keyfile), "--port", str(port),
            "--threads", "1", "--max-sentences", "1", "--log-level", "warning"]  # fmt: skip
+    state = tmp_path / "state"  # the default trace store lives under $XDG_STATE_HOME
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONWARNINGS": "ignore"})  # fmt: skip
+                            env={**os.environ, "PYTHONWARNINGS": "ignore", "XDG_STATE_HOME": str(state)})  # fmt: skip
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
@@ -125,6 +126,10 @@ def test_flare_serve_command(index_dir: Path, tmp_path: Path) -> None:
         done = client.chat.completions.create(model="gemma3", messages=[{"role": "user", "content": QUESTION}])
         assert done.choices[0].message.content and done.model == "gemma3"
         assert httpx.get(f"{url}/v1/models").status_code == 401
+        trace_id = (done.model_extra or {})["flare"]["trace_id"]
+        trace = httpx.get(f"{url}/v1/traces/{trace_id}", headers={"Authorization": f"Bearer {STAFF_KEY}"})
+        assert trace.status_code == 200 and trace.json()["question"] == QUESTION
+        assert (state / "flare" / "traces.sqlite").is_file()
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -83,7 +83,8 @@ def run_options(func: F) -> F:
     func = click.option("--threads", type=click.IntRange(min=1), default=None,
                         help="CPU threads for the model (default: cores - 1; env FLARE_THREADS).")(func)  # fmt: skip
     return click.option("--model", "model_spec", default=None, metavar="SPEC",
-                        help="gemma3 (default), smollm2, or a path to a .gguf file.")(func)  # fmt: skip
+                        help="gemma3 (default), smollm2, a path to a .gguf file, xllamacpp:MODEL "
+                             "(parallel slots in-process) or openai:URL#MODEL (a server).")(func)  # fmt: skip
 
 
 def flag_values(opts: dict[str, Any]) -> dict[str, Any]:

@@ -56,6 +56,35 @@ from flare.retrieve.base import Retriever
     help="Also append every answer's trace to this JSONL file (for the viewer).",
 )
 @click.option(
+    "--trace-store",
+    "trace_store",
+    default=None,
+    metavar="SPEC",
+    help="Where served traces are kept: sqlite:PATH (default ~/.local/state/flare/traces.sqlite), "
+    "postgresql://USER@HOST/DB (shared by replicas), or memory.",
+)
+@click.option(
+    "--max-traces",
+    type=click.IntRange(min=1),
+    default=100_000,
+    show_default=True,
+    help="Traces kept; the oldest beyond this are deleted.",
+)
+@click.option(
+    "--trace-days",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Traces older than this many days are deleted and no longer served.",
+)
+@click.option(
+    "--max-parallel",
+    type=click.IntRange(min=1),
+    default=None,
+    help="LM calls run at once: openai:URL, the server's slots (default 8); xllamacpp:MODEL, its "
+    "slots (default 4); an in-process model, that many copies of it (default 1), each on --threads.",
+)
+@click.option(
     "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
 )
 @run_options
@@ -67,6 +96,10 @@ def serve(
     max_concurrency: int,
     max_body_bytes: int,
     trace_path: Path | None,
+    trace_store: str | None,
+    max_traces: int,
+    trace_days: float,
+    max_parallel: int | None,
     log_level: str,
     model_spec: str | None,
     threads: int | None,
@@ -92,6 +125,7 @@ def serve(
     from flare.engine.loop import Flare
     from flare.lm.registry import resolve_model
     from flare.retrieve.registry import open_retriever
+    from flare.server.traces import default_trace_path, open_trace_store
     from flare.trace.tracers import JsonlTracer
 
     settings = settings_from(opts)
@@ -106,26 +140,37 @@ def serve(
         max_retrievals=settings.max_retrievals,
         max_output_tokens=settings.max_output_tokens,
         max_sentences=settings.max_sentences,
+        max_traces=max_traces,
+        max_trace_age_days=trace_days,
     )
 
     # Everything that can fail on the operator's input fails here, as one line, before uvicorn.
-    lm = resolve_model(model_spec, n_threads=threads)
+    model_options: dict[str, Any] = {"n_threads": threads}
+    if max_parallel is not None:
+        model_options["max_parallel"] = max_parallel
+    lm = resolve_model(model_spec, **model_options)
     load = getattr(lm, "load", None)
     if callable(load):
         load()
+    store = open_trace_store(trace_store or f"sqlite:{default_trace_path()}", max_traces=max_traces,
+                             max_age_days=trace_days)  # fmt: skip
     tracer = JsonlTracer(trace_path) if trace_path else None
     engine = Flare(lm, retriever, settings, tracer=tracer)
 
     configure(log_level)
-    click.echo(f"flare: serving {index_spec} on http://{host}:{port} (viewer: /viewer/)", err=True)
-    uvicorn.run(
-        create_app(engine, keys, limits),
-        host=host,
-        port=port,
-        log_level=log_level,
-        access_log=False,  # flare.server writes one JSON line per request instead
-        timeout_graceful_shutdown=5,
-    )
+    click.echo(f"flare: serving {index_spec} on http://{host}:{port} (viewer: /viewer/; "
+               f"traces: {store.name})", err=True)  # fmt: skip
+    try:
+        uvicorn.run(
+            create_app(engine, keys, limits, traces=store),
+            host=host,
+            port=port,
+            log_level=log_level,
+            access_log=False,  # flare.server writes one JSON line per request instead
+            timeout_graceful_shutdown=5,
+        )
+    finally:
+        store.close()
 
 
 def probe(retriever: Retriever, spec: str) -> None:

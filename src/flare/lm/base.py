@@ -2,7 +2,8 @@
 
 A backend is anything with a ``name``, capability flags and one ``complete`` method. The engine
 never checks a backend's class: it reads ``supports_logprobs`` / ``supports_logit_bias``, and
-``supports_scoring`` for the optional :class:`ScoringModel` method ``score``.
+``supports_scoring`` for the optional :class:`ScoringModel` method ``score``. Callers that share
+one model between threads read the optional ``max_parallel`` (see :func:`parallel_calls`).
 """
 
 from __future__ import annotations
@@ -70,3 +71,15 @@ class ScoringModel(Protocol):
         """``continuation``'s tokens, each with its log-probability given ``prompt`` and the
         tokens before it; ``text == continuation``, ``generated_tokens == 0``."""
         ...
+
+
+def parallel_calls(lm: object) -> int:
+    """How many calls of ``lm`` may run at once from different threads (at least 1).
+
+    A backend that serves calls in parallel (a server with several slots, a thread-safe engine)
+    says so with an integer attribute ``max_parallel``. Without it a model is one instance that
+    must not be entered by two threads at once (llama.cpp in-process), so callers that share it,
+    such as ``flare serve``, run its calls one at a time.
+    """
+    value = getattr(lm, "max_parallel", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1

@@ -25,6 +25,9 @@ What the server sends back is normalised to the :class:`~flare.lm.base.LanguageM
 * **Retries** with exponential backoff on connection errors, timeouts, 429 and 5xx. A stream
   that ends without a finish reason (the server dropped it mid-answer) is sent again once, then
   fails with a :class:`~flare.errors.ModelError`: a cut-off text is never taken as a sentence.
+* **Concurrency.** One instance may be shared by threads: at most ``max_parallel`` calls are in
+  flight at once (the server's parallel slots, e.g. ``llama-server --parallel N``; vLLM batches
+  many more), the rest wait. ``flare serve`` runs that many answers' LM calls side by side.
 
 Example::
 
@@ -38,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
@@ -56,6 +60,7 @@ from flare.lm.openai_logprobs import (
     first_choice,
     merge_pieces,
     pieces_of,
+    streamed_tokens,
 )
 from flare.types import Completion, FinishReason
 
@@ -82,6 +87,7 @@ class OpenAIHTTPModel:
     reports it there; vLLM and OpenAI do not, so set ``Settings.layout`` / ``--layout`` for them).
     The engine reads it to choose ChatML prompts. ``extra`` is merged into every request body
     (default: ``repeat_penalty=1``).
+    ``max_parallel`` bounds the calls in flight at once when threads share the instance.
     """
 
     def __init__(
@@ -98,12 +104,15 @@ class OpenAIHTTPModel:
         extra: Mapping[str, Any] | None = None,
         name: str | None = None,
         chat_template: str | None = None,
+        max_parallel: int = 8,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"not an http(s) URL: {base_url!r}", "e.g. http://127.0.0.1:8080/v1")
         if max_retries < 0 or backoff < 0 or timeout <= 0:
             raise ConfigError("max_retries and backoff must be ≥ 0, timeout > 0")
+        if max_parallel < 1:
+            raise ConfigError(f"max_parallel must be ≥ 1, got {max_parallel}", "e.g. the server's parallel slots")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.name = name or f"openai:{self.base_url}#{model or ''}"
@@ -111,6 +120,9 @@ class OpenAIHTTPModel:
         self.backoff = backoff
         self.stream = stream
         self._chat_template: str | bool | None = False if chat_template is None else chat_template  # False: not read
+        self.max_parallel = max_parallel
+        self._slots = threading.BoundedSemaphore(max_parallel)
+        self._probing = threading.RLock()  # lazy probes run once even when threads race
         self.extra = dict(DEFAULT_EXTRA if extra is None else extra)
         key = api_key if api_key is not None else os.environ.get("FLARE_OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -126,10 +138,11 @@ class OpenAIHTTPModel:
     @property
     def supports_logprobs(self) -> bool:
         """Whether the server returns token logprobs (probed once with a one-token request)."""
-        if self._logprobs is None:
-            body = self._post("/completions", self._body("Hello", 1, (), True, None))
-            self._logprobs = first_choice(body).get("logprobs") not in (None, {})
-        return self._logprobs
+        with self._probing:
+            if self._logprobs is None:
+                body = self._post("/completions", self._body("Hello", 1, (), True, None))
+                self._logprobs = first_choice(body).get("logprobs") not in (None, {})
+            return self._logprobs
 
     @supports_logprobs.setter
     def supports_logprobs(self, value: bool) -> None:
@@ -176,6 +189,18 @@ class OpenAIHTTPModel:
         start = time.perf_counter()
         if max_tokens == 0:  # servers read 0 as "no limit"
             return Completion("", (), "length", seconds=time.perf_counter() - start)
+        with self._slots:
+            return self._complete(prompt, max_tokens, stop, stop_when, logit_bias, start)
+
+    def _complete(
+        self,
+        prompt: str,
+        max_tokens: int,
+        stop: Sequence[str],
+        stop_when: StopWhen | None,
+        logit_bias: Mapping[str, float] | None,
+        start: float,
+    ) -> Completion:
         bias = self._map_bias(logit_bias) if logit_bias else None
         want = self.supports_logprobs
         body = self._body(prompt, max_tokens, stop, want, bias)
@@ -183,7 +208,8 @@ class OpenAIHTTPModel:
             streamed = self._complete_streamed(body, stop_when)
             if streamed is not None:
                 text, pieces, finish, generated = cap(*streamed[:3], max_tokens)
-                usage = {"prompt_tokens": self._count_prompt(prompt)}  # a closed stream sends none
+                # A closed stream sends no usage; llama.cpp's timings_per_token gives it early.
+                usage = streamed[3] or {"prompt_tokens": self._count_prompt(prompt)}
                 return completion(text, pieces, finish, usage, generated, start)
         choice, usage = self._complete_once(body)
         text, finish = str(choice.get("text") or ""), finish_reason(choice.get("finish_reason"))
@@ -250,6 +276,8 @@ class OpenAIHTTPModel:
 
         llama_cpp.server streams each byte token of a split character as "" and never sends the
         character itself, so a streamed byte token makes the caller fall back to a plain request.
+        llama.cpp's C++ server sends each token's bytes, so a token held back without text (it may
+        start a stop string) waits for the text that follows, or for the end.
         """
         want = "logprobs" in body
         for attempt in range(2):
@@ -272,27 +300,34 @@ class OpenAIHTTPModel:
     ) -> tuple[str, list[Piece], FinishReason, dict[str, Any]] | None:
         text, pieces, received = "", list[Piece](), False
         finish: FinishReason | None = None  # until the server says why it stopped
+        usage: dict[str, Any] = {}
+        pending: list[tuple[str, float]] = []
         for chunk in events:
             received = True
+            timings = chunk.get("timings")
+            if not usage and isinstance(timings, dict) and isinstance(timings.get("prompt_n"), int):
+                cached = int(timings.get("cache_n") or 0)
+                usage = {"prompt_tokens": cached + timings["prompt_n"], "_evaluated": timings["prompt_n"]}
             choice = first_choice(chunk)
             part = str(choice.get("text") or "")
-            lp = choice.get("logprobs") or {}
-            values = [float(x) for x in lp.get("token_logprobs") or [] if x is not None]
-            if want and values and not part:
-                return None
-            if part:
+            raw = streamed_tokens(choice.get("logprobs"))
+            if want and raw and not part:
+                if not isinstance((choice.get("logprobs") or {}).get("content"), list):
+                    return None
+                pending += raw  # llama.cpp holds back text that may start a stop string
+            elif part:
+                raw, pending = pending + raw, []
+                values = [v for _, v in raw]
                 if want and not values:
                     raise ModelError("the server streamed a token without its logprob",
                                      SERVER_HINT)  # fmt: skip
-                tokens = [str(t) for t in lp.get("tokens") or []]
-                split = want and "".join(tokens) == part and len(tokens) == len(values)
-                new = merge_pieces(list(zip(tokens, values, strict=True))) if split else [
-                    (part, sum(values), max(len(values), 1))]  # fmt: skip
+                split = want and "".join(t for t, _ in raw) == part
+                new = merge_pieces(raw) if split else [(part, sum(values), max(len(values), 1))]
                 for piece in new:
                     pieces.append(piece)
                     text += piece[0]
                     if stop_when(text):
-                        return text, pieces, "sentence", {}
+                        return text, pieces, "sentence", usage
             if choice.get("finish_reason"):
                 finish = finish_reason(choice["finish_reason"])
         if not received:
@@ -300,7 +335,7 @@ class OpenAIHTTPModel:
         if finish is None:
             # A stream that ends without saying why ended early: what came is not a whole answer.
             raise _StreamCut(f"it ended after {len(text)} characters with no finish_reason")
-        return text, pieces, finish, {}
+        return text, pieces, finish, usage
 
     def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         for attempt in range(self.max_retries + 1):
@@ -346,18 +381,23 @@ class OpenAIHTTPModel:
         time.sleep(delay)
 
     def _model_name(self) -> str:
-        if self.model is None:
-            response = self._client.get(self.base_url + "/models")
-            data = _json(response, "/models").get("data") or []
-            if not data or not isinstance(data[0], dict) or "id" not in data[0]:
-                raise ModelError(f"{self.base_url}/models lists no model", "name one: URL#model")
-            self.model = str(data[0]["id"])
-        return self.model
+        with self._probing:
+            if self.model is None:
+                response = self._client.get(self.base_url + "/models")
+                data = _json(response, "/models").get("data") or []
+                if not data or not isinstance(data[0], dict) or "id" not in data[0]:
+                    raise ModelError(f"{self.base_url}/models lists no model", "name one: URL#model")
+                self.model = str(data[0]["id"])
+            return self.model
 
     # -- tokenizer ---------------------------------------------------------------------------
 
     def _find_tokenizer(self) -> tuple[str, str] | None:
         """The first tokenize dialect the server answers: (path, text key)."""
+        with self._probing:
+            return self._probe_tokenizer()
+
+    def _probe_tokenizer(self) -> tuple[str, str] | None:
         if self._tokenizer is False:
             root = self.base_url.removesuffix("/v1")
             self._tokenizer = None

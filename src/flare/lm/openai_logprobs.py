@@ -28,6 +28,7 @@ __all__ = [
     "first_choice",
     "merge_pieces",
     "pieces_of",
+    "streamed_tokens",
 ]
 
 Piece = tuple[str, float, int]
@@ -51,7 +52,7 @@ def merge_pieces(raw: Sequence[tuple[str, float]]) -> list[Piece]:
 def pieces_of(choice: Mapping[str, Any], text: str, want: bool) -> tuple[list[Piece], bool]:
     """Whole-character pieces of ``text`` with logprobs, from any of the known formats."""
     lp = choice.get("logprobs")
-    if not want:
+    if not want or (not text and not lp):  # llama.cpp sends null logprobs when a stop came first
         return [], False
     if not isinstance(lp, dict) or not lp:
         raise ModelError("the server returned no logprobs", "FLARE direct needs token logprobs; "
@@ -82,6 +83,29 @@ def pieces_of(choice: Mapping[str, Any], text: str, want: bool) -> tuple[list[Pi
                if piece and t):  # fmt: skip
             return _cut(merge_pieces(raw), text)
     raise ModelError("cannot align the server's tokens with its text", SERVER_HINT)
+
+
+def streamed_tokens(logprobs: object) -> list[tuple[str, float]]:
+    """``(token text, logprob)`` of one streamed chunk, from either format.
+
+    llama.cpp's server streams ``content`` entries with each token's ``bytes`` (decoded here; a
+    character split over chunks decodes to "" and the caller falls back to a plain request),
+    llama_cpp.server and vLLM stream ``tokens`` with ``token_logprobs``.
+    """
+    if not isinstance(logprobs, dict):
+        return []
+    content = logprobs.get("content")
+    if isinstance(content, list):
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        out = []
+        for entry in content:
+            data = entry.get("bytes")
+            text = decoder.decode(bytes(data)) if data is not None else str(entry.get("token") or "")
+            out.append((text, float(entry["logprob"])))
+        return out
+    tokens = [str(t) for t in logprobs.get("tokens") or []]
+    values = [float(x) for x in logprobs.get("token_logprobs") or [] if x is not None]
+    return list(zip(tokens, values, strict=False)) if len(tokens) == len(values) else [("", v) for v in values]
 
 
 def _cut(pieces: list[Piece], text: str) -> tuple[list[Piece], bool]:

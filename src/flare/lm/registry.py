@@ -1,7 +1,8 @@
 """Model specs: one short string selects a backend and a model (``--model`` on the CLI).
 
 A spec is a registered name (``"smollm2"``, ``"gemma3"``), ``"prefix:rest"`` for a registered
-prefix (e.g. a future ``"openai:http://host:8000/v1#model"``), or a path to a ``.gguf`` file.
+prefix (``"openai:http://host:8000/v1#model"``, ``"xllamacpp:gemma3"``), or a path to a ``.gguf``
+file.
 Backends register a factory here, the built-in ones the same way as later ones, and each
 factory imports its heavy library only when called.
 
@@ -78,7 +79,8 @@ def registered_models() -> list[str]:
 def resolve_model(spec: str | None = None, **options: Any) -> LanguageModel:
     """Build the model ``spec`` names (``None`` → :data:`DEFAULT_MODEL`).
 
-    ``options`` go to the backend (for llama.cpp: ``n_ctx``, ``n_threads``, ``n_contexts`` …).
+    ``options`` go to the backend (for llama.cpp: ``n_ctx``, ``n_threads``, ``n_contexts`` …;
+    ``max_parallel`` N > 1 makes an in-process model a :class:`~flare.lm.pool.ModelPool` of N copies).
     Raises :class:`ModelError` for an unknown spec or a missing model file.
     """
     spec = (spec or DEFAULT_MODEL).strip()
@@ -121,30 +123,36 @@ def gemma3_model_path() -> Path:
         raise ModelError(f"could not assemble Gemma 3 at {target}: {e}", hint=MODEL_HINT) from e
 
 
-def _gguf_file(path: str, **options: Any) -> LanguageModel:
+def _in_process(path: Path, options: dict[str, Any]) -> LanguageModel:
+    """llama.cpp in-process; with ``max_parallel`` > 1, that many copies (it takes one call at a time)."""
     from flare.lm.llama import LlamaCppModel
 
+    parallel = options.pop("max_parallel", None) or 1
+    if parallel == 1:
+        return LlamaCppModel(path, **options)
+    from flare.lm.pool import ModelPool
+
+    return ModelPool(lambda: LlamaCppModel(path, **options), parallel)
+
+
+def _gguf_file(path: str, **options: Any) -> LanguageModel:
     file = Path(path).expanduser()
     if not file.is_file():
         raise ModelError(f"model file not found: {file}", hint=MODEL_HINT)
-    return LlamaCppModel(file, **options)
+    return _in_process(file, options)
 
 
 def _smollm2(rest: str, **options: Any) -> LanguageModel:
-    from flare.lm.llama import LlamaCppModel
-
     options.setdefault("name", "smollm2")
     # SmolLM2 is chat-tuned: its ChatML turn markers must be read as control tokens. Safe in the
     # engine, whose prompts defuse control-token spellings in documents and questions.
     options.setdefault("special_tokens", True)
-    return LlamaCppModel(default_model_path(), **options)
+    return _in_process(default_model_path(), options)
 
 
 def _gemma3(rest: str, **options: Any) -> LanguageModel:
-    from flare.lm.llama import LlamaCppModel
-
     options.setdefault("name", "gemma3")
-    return LlamaCppModel(gemma3_model_path(), **options)
+    return _in_process(gemma3_model_path(), options)
 
 
 def _openai(rest: str, **options: Any) -> LanguageModel:
@@ -162,7 +170,17 @@ def _scripted(rest: str, **options: Any) -> LanguageModel:
     return load_script(rest)
 
 
+def _xllamacpp(rest: str, **options: Any) -> LanguageModel:
+    try:
+        from flare.lm.llama_server import from_spec
+    except ImportError as err:
+        raise ModelError(f"the xllamacpp: backend needs {err.name}, which is not installed",
+                         "pip install 'flare-rag[xllamacpp]'") from None  # fmt: skip
+    return from_spec(rest, **options)
+
+
 register_model("smollm2", _smollm2)
 register_model("gemma3", _gemma3)
 register_model("openai", _openai)
 register_model("scripted", _scripted)
+register_model("xllamacpp", _xllamacpp)

@@ -11,6 +11,11 @@ Example::
 at start-up, so building the app is cheap and a model that fails to load stops the server before
 it accepts requests. The engine's ``settings`` are the default for every answer, its ``tracer``
 (if any) also receives every trace.
+
+``traces`` is where served traces are kept for ``GET /v1/traces/{id}``: a store, or a spec
+opened at start-up and closed at shutdown (``"sqlite:PATH"``, ``"postgresql://…"``, ``"memory"``,
+see :mod:`flare.server.traces`) with ``limits.max_traces`` and ``limits.max_trace_age_days`` as
+retention. The default keeps the last ``max_traces`` in memory.
 """
 
 from __future__ import annotations
@@ -36,13 +41,18 @@ from flare.server.errors import ApiError
 from flare.server.limits import Gate, Limits
 from flare.server.metrics import Metrics
 from flare.server.runner import Service
-from flare.server.traces import TraceStore
+from flare.server.traces import MemoryTraceStore, TraceStore, open_trace_store
 
 log = logging.getLogger("flare.server")
 _ROUTE_LABELS = ("/v1/answers", "/v1/chat/completions", "/v1/models", "/healthz", "/metrics")
 
 
-def create_app(engine: Flare | Callable[[], Flare], keys: KeyStore, limits: Limits | None = None) -> Starlette:
+def create_app(
+    engine: Flare | Callable[[], Flare],
+    keys: KeyStore,
+    limits: Limits | None = None,
+    traces: TraceStore | str | None = None,
+) -> Starlette:
     """The flare HTTP API (see ``docs/serving.md``) around one engine."""
     limits = limits or Limits()
     gate = Gate(limits.max_concurrency)
@@ -55,7 +65,8 @@ def create_app(engine: Flare | Callable[[], Flare], keys: KeyStore, limits: Limi
         load = getattr(flare.lm, "load", None)
         if callable(load):
             await anyio.to_thread.run_sync(load)  # fail before serving, not on the first request
-        service = Service(flare, gate, TraceStore(limits.max_traces), metrics)
+        store = await anyio.to_thread.run_sync(_open_store, traces, limits)
+        service = Service(flare, gate, store, metrics)
         app.state.service = service
         log.info("ready", extra={"fields": {"event": "ready", "model": flare.lm.name,
                                             "principals": len(keys.principals)}})  # fmt: skip
@@ -63,6 +74,8 @@ def create_app(engine: Flare | Callable[[], Flare], keys: KeyStore, limits: Limi
             yield
         finally:
             service.cancel_all()
+            if store is not traces:  # opened here from a spec: ours to close
+                store.close()
 
     app = Starlette(
         routes=[*routes.ROUTES, *chat.ROUTES],
@@ -74,6 +87,14 @@ def create_app(engine: Flare | Callable[[], Flare], keys: KeyStore, limits: Limi
     app.state.metrics = metrics
     app.add_middleware(_AccessLog, metrics=metrics)
     return app
+
+
+def _open_store(traces: TraceStore | str | None, limits: Limits) -> TraceStore:
+    if traces is None:
+        return MemoryTraceStore(limits.max_traces, limits.max_trace_age_days)
+    if isinstance(traces, str):
+        return open_trace_store(traces, max_traces=limits.max_traces, max_age_days=limits.max_trace_age_days)
+    return traces
 
 
 def check_principals(retriever: Retriever, keys: KeyStore) -> None:
@@ -123,18 +144,13 @@ class _AccessLog:
         state["request_id"] = rid
         started = time.perf_counter()
         status = 500
+        logged = False
 
-        async def send_with_id(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", rid.encode())]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_with_id)
-        finally:
+        def record() -> None:
+            nonlocal logged
+            if logged:
+                return
+            logged = True
             route = _route_label(str(scope.get("path", "")))
             self.metrics.inc("flare_http_requests_total", route=route, status=str(status))
             fields = {
@@ -147,6 +163,21 @@ class _AccessLog:
                 "principal": state.get("principal"),
             }
             log.info("%s %s %s", scope.get("method"), route, status, extra={"fields": fields})
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", rid.encode())]
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                record()  # before the last byte leaves: a client that has the response sees the line
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            record()  # a response that never finished (client gone, error)
 
 
 def _route_label(path: str) -> str:

@@ -34,7 +34,8 @@ class Limits:
     max_retrievals: int = 8
     max_output_tokens: int = 256
     max_sentences: int = 12
-    max_traces: int = 1000  # traces kept in memory for GET /v1/traces/{id}, oldest dropped
+    max_traces: int = 1000  # traces kept for GET /v1/traces/{id}, oldest dropped (flare serve: 100,000)
+    max_trace_age_days: float = 30.0  # older traces are deleted and never served
     heartbeat_seconds: float = 10.0  # SSE comment when nothing else was sent, keeps proxies open
 
     def __post_init__(self) -> None:

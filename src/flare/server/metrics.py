@@ -10,7 +10,8 @@ Exposed at ``GET /metrics``:
   from each answer's trace timings;
 * ``flare_answer_seconds`` — end-to-end latency of an answer (p50/p95 via
   ``histogram_quantile``), ``flare_http_requests_total{route,status}``, ``flare_in_flight``,
-  ``flare_rejected_total{reason}`` and ``flare_cancelled_total`` (client went away).
+  ``flare_rejected_total{reason}``, ``flare_cancelled_total`` (client went away) and
+  ``flare_trace_store_errors_total`` (an answer whose trace the store refused).
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ _COUNTERS = {
     "flare_rejected_total": "Requests refused before generation, by reason.",
     "flare_cancelled_total": "Answers stopped because the client went away.",
     "flare_errors_total": "Answers that failed with an error.",
+    "flare_trace_store_errors_total": "Finished answers whose trace could not be stored.",
 }
 _COUNTER_LABELS = {
     "flare_http_requests_total": True,

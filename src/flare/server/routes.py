@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from importlib.resources import files
 from typing import Any
 
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
@@ -70,7 +71,7 @@ async def trace(request: Request) -> Response:
     """``GET /v1/traces/{id}``: the trace of one of the caller's own answers, else 404."""
     principal = authenticate(request)
     service: Service = request.app.state.service
-    found = service.traces.get(request.path_params["trace_id"], principal)
+    found = await anyio.to_thread.run_sync(service.traces.get, request.path_params["trace_id"], principal.name)
     if found is None:
         raise not_found("trace")
     return JSONResponse(caller_view(found))
@@ -100,6 +101,8 @@ async def health(request: Request) -> Response:
             "retriever": service.engine.retriever.name,
             "in_flight": service.gate.active,
             "max_concurrency": service.gate.limit,
+            "lm_parallel": service.lm_parallel,
+            "trace_store": service.traces.name.partition(":")[0],  # the kind only: no path or host
         }
     )
 

@@ -1,10 +1,15 @@
 """Running one answer in a worker thread and handing its events to the event loop.
 
-The engine is a synchronous generator and a language model instance is not thread-safe, so:
+The engine is a synchronous generator, so each answer runs in its own worker thread, which
+pushes events to an asyncio queue. How LM calls of concurrent answers meet depends on the model:
 
-* each answer runs in its own worker thread, which pushes events to an asyncio queue;
-* every LM call of every answer goes through one lock (:class:`SharedLM`), and so does every
-  search (:class:`SharedRetriever`); answers interleave sentence by sentence;
+* a backend that serves calls in parallel says how many with ``max_parallel`` (an
+  OpenAI-compatible server, xllamacpp's slots): up to that many answers' LM calls run at once;
+* a model without it (llama.cpp in-process: one instance is not thread-safe) gets one call at a
+  time, so answers interleave call by call;
+* either way every call goes through :class:`SharedLM`, and every search through one lock
+  (:class:`SharedRetriever`: searches take milliseconds). Per-answer state — the prompt prefix,
+  the trace, the budgets — lives in the answer's own engine, never in the shared wrapper;
 * when the client goes away the run is cancelled: the LM stops after its current token, the
   next LM call raises :class:`Cancelled`, and the engine's generator is closed.
 """
@@ -23,7 +28,7 @@ from dataclasses import dataclass
 from flare.config import Settings
 from flare.engine.events import Event, Finished
 from flare.engine.loop import Flare
-from flare.lm.base import LanguageModel, StopWhen
+from flare.lm.base import LanguageModel, ScoringModel, StopWhen, parallel_calls
 from flare.retrieve.base import Retriever
 from flare.retrieve.filters import Filters
 from flare.server.auth import Principal
@@ -42,13 +47,14 @@ class Cancelled(BaseException):
 
 
 class SharedLM:
-    """One model shared by all answers: calls are serialised and stop once a run is cancelled."""
+    """One model shared by all answers: at most ``slots`` calls at once; a cancelled run stops."""
 
-    def __init__(self, lm: LanguageModel, lock: threading.Lock, cancel: threading.Event) -> None:
-        self.lm, self._lock, self._cancel = lm, lock, cancel
+    def __init__(self, lm: LanguageModel, slots: threading.Semaphore, cancel: threading.Event) -> None:
+        self.lm, self._slots, self._cancel = lm, slots, cancel
         self.name = lm.name
         self.supports_logprobs = lm.supports_logprobs
         self.supports_logit_bias = lm.supports_logit_bias
+        self.supports_scoring = bool(getattr(lm, "supports_scoring", False))
 
     def complete(
         self,
@@ -68,13 +74,22 @@ class SharedLM:
             raise Cancelled  # the completion may have been cut short: it must not be used
         return result
 
+    def score(self, prompt: str, continuation: str) -> Completion:
+        """The backend's ``score`` (see :class:`~flare.lm.base.ScoringModel`), in a slot like ``complete``."""
+        scorer: ScoringModel = self.lm  # type: ignore[assignment]
+        with self._held():
+            result = scorer.score(prompt, continuation)
+        if self._cancel.is_set():
+            raise Cancelled
+        return result
+
     def count_tokens(self, text: str) -> int:
         with self._held():
             return self.lm.count_tokens(text)
 
     @contextlib.contextmanager
     def _held(self) -> Iterator[None]:
-        while not self._lock.acquire(timeout=_POLL):
+        while not self._slots.acquire(timeout=_POLL):
             if self._cancel.is_set():
                 raise Cancelled
         try:
@@ -82,7 +97,7 @@ class SharedLM:
                 raise Cancelled
             yield
         finally:
-            self._lock.release()
+            self._slots.release()
 
 
 class SharedRetriever:
@@ -121,7 +136,8 @@ class Service:
         self.gate = gate
         self.traces = traces
         self.metrics = metrics
-        self.lm_lock = threading.Lock()
+        self.lm_parallel = parallel_calls(engine.lm)
+        self.lm_slots = threading.BoundedSemaphore(self.lm_parallel)
         self.retriever = SharedRetriever(engine.retriever)
         self.forward: Tracer | None = None if isinstance(engine.tracer, NullTracer) else engine.tracer
         self._runs: set[Run] = set()
@@ -224,22 +240,23 @@ class Run:
         service = self.service
         base = service.engine
         engine = Flare(
-            SharedLM(base.lm, service.lm_lock, self.cancelled),
+            SharedLM(base.lm, service.lm_slots, self.cancelled),
             service.retriever,
             self.settings,
             template=base.template,
             tracer=self.capture,
         )
-        outcome, answer = "cancelled", None
+        outcome, answer, final = "cancelled", None, None
         events = engine.stream(self.question, filters=self.filters)
         try:
             for event in events:
                 if self.cancelled.is_set():
                     break
                 if isinstance(event, Finished):
-                    answer = event.answer
+                    answer, final = event.answer, event
                     outcome = "finished"
                     self._record(event)
+                    break  # the last event: it goes out once the run has really ended (below)
                 self._push(event)
         except Cancelled:
             pass
@@ -256,7 +273,6 @@ class Run:
                 service.metrics.inc("flare_cancelled_total")
             elif outcome == "error":
                 service.metrics.inc("flare_errors_total")
-            self._push(_END)
             service._finished(self)
             fields = {
                 "event": "answer",
@@ -273,10 +289,19 @@ class Run:
                     lm_calls=answer.lm_calls,
                 )
             log.info("answer %s", outcome, extra={"fields": fields})
+            # A client that has its answer sees a freed slot, counted metrics and the log line.
+            if final is not None:
+                self._push(final)
+            self._push(_END)
 
     def _record(self, event: Finished) -> None:
         trace = self.capture.trace
         if trace is not None:
-            self.service.traces.put(self.principal, trace)
+            try:
+                self.service.traces.put(self.principal.name, trace)
+            except Exception:  # the answer stands; the lost trace is logged and counted
+                self.service.metrics.inc("flare_trace_store_errors_total")
+                log.exception("trace not stored", extra={"fields": {"trace_id": trace.get("trace_id"),
+                                                                    "store": self.service.traces.name}})  # fmt: skip
         seconds = time.perf_counter() - self.started
         self.service.metrics.record_answer(event.answer.to_dict(), trace, seconds)
