@@ -67,7 +67,7 @@ def run(lm: ScriptedLM, template: PromptTemplate = BARE, retriever: MemoryRetrie
 
 def test_flag_marks_an_unsupported_sentence_and_cites_only_what_backs_it() -> None:
     lm = script(BAD)
-    flare, tracer = run(lm, verify="flag")
+    flare, tracer = run(lm, verify="flag", evidence_lift=True)
     events = list(flare.stream(QUESTION))
     answer = events[-1].answer  # type: ignore[union-attr]
     first, second = answer.sentences
@@ -100,9 +100,9 @@ def test_verify_off_keeps_the_old_behaviour_and_never_scores() -> None:
     assert lm.scored == []
 
 
-def test_evidence_lift_can_be_turned_off() -> None:
+def test_evidence_lift_is_off_by_default() -> None:
     lm = script(BAD)
-    flare, tracer = run(lm, verify="flag", evidence_lift=False)
+    flare, tracer = run(lm, verify="flag")
     flare.answer(QUESTION)
     assert lm.scored == [] and tracer.traces[0].steps[1].lift is None
 

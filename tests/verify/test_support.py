@@ -120,10 +120,12 @@ def test_a_value_counts_only_with_its_subject_and_a_word_of_its_relation() -> No
     born = Passage("b", "Drildos Thantiba is an engineer. Drildos Thantiba was born in the year 1982.",
                    "Drildos Thantiba")  # fmt: skip
     # 2005 is in a passage naming her, but as a founding year: no sentence of it says "born".
-    v = check("Drildos Thantiba was born in 2005.", [founded, born])
+    strict = Thresholds(relation=True)
+    v = check("Drildos Thantiba was born in 2005.", [founded, born], thresholds=strict)
     assert not v.passes and v.unsupported == ("2005",)
-    assert check("Drildos Thantiba was born in 1982.", [founded, born]).passes
-    assert check("Drildos Thantiba was born in 2005.", [founded, born], thresholds=Thresholds(relation=False)).passes
+    assert check("Drildos Thantiba was born in 1982.", [founded, born], thresholds=strict).passes
+    # The default leaves the relation out (it cost more false alarms than it caught on the world).
+    assert check("Drildos Thantiba was born in 2005.", [founded, born]).passes
 
 
 def test_a_pronoun_takes_its_subject_from_what_came_before() -> None:
