@@ -261,3 +261,17 @@ def test_chinese_sentences_are_checked_with_chinese_words(said: str, flagged: bo
     assert sentence.flagged is flagged
     assert sentence.unsupported == (("三个月",) if flagged else ())
     assert sentence.citations == (() if flagged else (1,))  # 10 = 十, 工作日 and 完成 are in the passage
+
+
+@pytest.mark.parametrize(("filters", "leaks"), [(Filters.any_of("acl", ["public"]), True), (None, False)])
+def test_a_name_the_corpus_also_names_is_not_a_leak_and_hidden_passages_do_not_count(
+    filters: Filters | None, leaks: bool
+) -> None:
+    header = "Question: Who inherited the estate?\nAnswer: His niece Allegra did.\n\n"
+    template = PromptTemplate("plain", header, "", "\nAnswer:", ("\n",))
+    flare, tracer = run(script(" He left the company to Allegra in 1997."), template=template, verify="flag")
+    answer = flare.answer(QUESTION, filters=filters)
+    step = tracer.traces[0].steps[1]
+    # Only a passage the caller may not see names Allegra: under its filters she is the exemplar's.
+    assert (step.leaked == ["Allegra"]) is leaks
+    assert ("Allegra" in answer.text) is not leaks

@@ -31,7 +31,7 @@ from flare.evaluate.report import paired
 from flare.evaluate.world import load_world
 from flare.evaluate.world_score import FIGURES as TRUTH
 from flare.evaluate.world_truth import Judge
-from flare.text import repeated_ngram
+from flare.text import repeated_ngram, words
 from flare.types import Answer, Citation, Passage, Sentence
 from flare.verify.support import exemplar_leaks
 
@@ -87,6 +87,16 @@ def rescore(rec: dict[str, Any], corpus: dict[str, Passage], judge: Judge | None
         rec["scores"].update({f"truth_{k}": v for k, v in verdict.scores().items() if k in TRUTH})
 
 
+_VOCABULARY: dict[str, set[str]] = {}
+
+
+def vocabulary(dataset: str, corpus: dict[str, Passage]) -> set[str]:
+    """Folded words of a dataset's whole corpus: a name found there is not the exemplars' alone."""
+    if dataset not in _VOCABULARY:
+        _VOCABULARY[dataset] = {w.casefold() for p in corpus.values() for w in words(f"{p.title} {p.text}")}
+    return _VOCABULARY[dataset]
+
+
 def extras(rec: dict[str, Any], corpus: dict[str, Passage]) -> dict[str, float | None]:
     """Exemplar leak and looping for one record (None for a failed example)."""
     trace = rec.get("trace")
@@ -96,7 +106,8 @@ def extras(rec: dict[str, Any], corpus: dict[str, Passage]) -> dict[str, float |
     header = template_for(rec["dataset"], layout="plain", style=style_for(rec["settings"]["method"])).header
     seen = {r["id"] for s in trace["steps"] for r in s["retrieved"]}
     passages = [corpus[doc_id(i)] for i in seen if doc_id(i) in corpus]
-    leak = any(exemplar_leaks(s, header, rec["question"], passages) for s in sentences)
+    names = {n for s in sentences for n in exemplar_leaks(s, header, rec["question"], passages)}
+    leak = any(n.casefold() not in vocabulary(rec["dataset"], corpus) for n in names)
     loop = any(repeated_ngram(s, 4) is not None for s in sentences)
     return {"leak": float(leak), "loop": float(loop)}
 

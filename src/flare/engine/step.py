@@ -21,7 +21,7 @@ from flare.engine.prompts import PromptTemplate
 from flare.engine.sentences import ends_sentence, first_sentence_end
 from flare.errors import RetrieverError
 from flare.retrieve.filters import Filters
-from flare.text import repeated_ngram
+from flare.text import fold, repeated_ngram
 from flare.trace.schema import Decision, RetrievedRecord, StepRecord, TraceRecord
 from flare.types import Answer, Citation, Completion, EndReason, Hit, Passage, Sentence, TokenLogprob
 from flare.verify.support import Support, claim_lift, exemplar_leaks
@@ -201,7 +201,8 @@ class StepContext:
             rec.timings["verify"] = round(rec.timings.get("verify", 0.0) + time.perf_counter() - t0, 4)
         context = [self.run.question, *(s.text for s in self.run.sentences)]
         verdict = check_support(piece.text, docs, lift=lift, context=context)
-        leaked = exemplar_leaks(piece.text, self.template.header, self.run.question, docs)
+        leaked = tuple(n for n in exemplar_leaks(piece.text, self.template.header, self.run.question, docs)
+                       if not self._in_corpus(n))  # fmt: skip
         if leaked:
             verdict = Support("unsupported", (), leaked, 0.0, verdict.lift, verdict.claims, verdict.details)
         rec.support = verdict.label
@@ -209,6 +210,17 @@ class StepContext:
         rec.coverage, rec.lift, rec.leaked = verdict.coverage, verdict.lift, list(leaked)
         rec.claims, rec.evidence = list(verdict.details), [p.id for p in docs]
         return verdict
+
+    def _in_corpus(self, name: str) -> bool:
+        """Does a passage the caller may see name ``name``? Then it is not the exemplars' alone.
+
+        "United Kingdom" in an exemplar and in an answer is common knowledge when the corpus
+        names it too; "Angara" from the Lake Baikal exemplar, in an answer about a corpus that
+        never names it, can only come from the exemplar. One search under the run's filters (so
+        a hidden passage never changes the outcome); not counted as a retrieval of the answer.
+        """
+        hits = self.retriever.search(name, k=1, filters=self.run.filters or None)
+        return any(fold(name) in fold(f"{h.passage.title} {h.passage.text}") for h in hits)
 
     def relevance(self, query: str, docs: Sequence[Passage]) -> float:
         """How much of ``query``'s content the documents back (0..1): the checker's coverage."""
