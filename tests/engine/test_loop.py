@@ -44,8 +44,10 @@ def script(draft: str = DRAFT, low: dict[str, float] | None = None, end: bool = 
 
 
 def engine(lm: ScriptedLM, **settings: object) -> tuple[Flare, MemoryTracer, MemoryRetriever]:
+    """The paper's loop (min trigger, no verification) unless a test says otherwise."""
     tracer = MemoryTracer()
     retriever = MemoryRetriever(DOCS)
+    settings = {"trigger": "min", "verify": "off", **settings}
     return Flare(lm, retriever, Settings(**settings), template=BARE, tracer=tracer), tracer, retriever  # type: ignore[arg-type]
 
 

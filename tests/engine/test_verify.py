@@ -60,6 +60,7 @@ def script(*regens: str, draft: str = DRAFT, low: dict[str, float] | None = None
 def run(lm: ScriptedLM, template: PromptTemplate = BARE, retriever: MemoryRetriever | None = None,
         **settings: object) -> tuple[Flare, MemoryTracer]:  # fmt: skip
     tracer = MemoryTracer()
+    settings = {"trigger": "min", "verify": "off", **settings}  # the paper's trigger unless a test says
     flare = Flare(lm, retriever or MemoryRetriever(DOCS), Settings(**settings),  # type: ignore[arg-type]
                   template=template, tracer=tracer)  # fmt: skip
     return flare, tracer

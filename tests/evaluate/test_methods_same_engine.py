@@ -18,7 +18,7 @@ from tests.evaluate.support import ANSWER, DOCS, QUESTION, SELF_ASK, Continuatio
 BASE = ("none", "single", "flare", "flare-every", "previous-sentence", "previous-window")
 # Two searches per gap: "So the answer is Emma Jane Whelan" asks again for what the sentence before it
 # searched (the same gap, by its words); θ=1 must still search for every sentence here.
-SETTINGS = Settings(k=2, theta=0.8, beta=0.4, window_tokens=6, max_retries_per_gap=2)
+SETTINGS = Settings(k=2, theta=0.8, beta=0.4, window_tokens=6, max_retries_per_gap=2, trigger="min", verify="off")
 
 
 def run(spec_text: str) -> tuple[str, TraceRecord, ContinuationLM, str]:

@@ -16,8 +16,12 @@ LANES=${LANES:-2}
 OUT=docs/results/verify
 WORLD=docs/results/world/data/world
 COMMON=(--model gemma3 --threads 1 --set max_sentences=6 --no-progress)
-TODAY=flare:repeat_ngram=0  # the default before this work: no verification, no loop cutting
-DEFAULT=${DEFAULT:-flare:trigger=support,verify=retry}  # chosen on dev by PROTOCOL.md's rule
+# Every label spells the settings it depends on, so that a rerun means the same whatever the
+# defaults are. TODAY is the default before this work: the min trigger, no verification, no loop
+# cutting. DEFAULT is what PROTOCOL.md's rule chose on the development runs (now the default).
+TODAY=flare:trigger=min,verify=off,repeat_ngram=0
+DEFAULT=flare:trigger=support,verify=flag
+MIN=flare:trigger=min
 
 ev() { nice -n 5 "$FLARE" eval "$@" "${COMMON[@]}"; }
 lanes() {  # run the given lane functions, two at a time when LANES=2
@@ -30,42 +34,46 @@ lanes() {  # run the given lane functions, two at a time when LANES=2
 }
 
 # -- development: checker calibration (verify=flag) and the candidate modes ------------------------
-dev_cal() { ev --dataset $WORLD --limit 40 --method single:verify=flag --method flare:verify=flag \
+dev_cal() { ev --dataset $WORLD --limit 40 --method single:verify=flag --method $MIN,verify=flag \
               --method flare:trigger=support,verify=flag --out $OUT/dev/world-flag; }
-dev_world() { ev --dataset $WORLD --limit 40 --method flare --method flare:verify=drop \
-                --method flare:verify=retry,retry_then=drop --method flare:trigger=support,verify=drop \
-                --method flare:trigger=support,verify=retry,retry_then=drop --method flare:verify=retry \
-                --method flare:trigger=support,verify=retry --out $OUT/dev/world-modes; }
-dev_asqa() { ev --dataset asqa --limit 20 --method flare --method single --method flare:verify=drop \
-               --method flare:verify=retry,retry_then=drop --method flare:trigger=support,verify=drop \
-               --method flare:trigger=support,verify=retry,retry_then=drop --method flare:verify=retry \
-               --method flare:trigger=support,verify=retry --out $OUT/dev/asqa-modes; }
+dev_world_min() { ev --dataset $WORLD --limit 40 --method $MIN,verify=flag --method $MIN,verify=drop \
+                    --method $MIN,verify=retry --method $MIN,verify=retry,retry_then=drop --out $OUT/dev/world-min; }
+dev_world_sup() { ev --dataset $WORLD --limit 40 --method flare:trigger=support,verify=flag \
+                    --method flare:trigger=support,verify=drop --method flare:trigger=support,verify=retry \
+                    --method flare:trigger=support,verify=retry,retry_then=drop --method "$TODAY" --out $OUT/dev/world-sup; }
+dev_asqa_min() { ev --dataset asqa --limit 20 --method $MIN,verify=flag --method $MIN,verify=drop \
+                   --method $MIN,verify=retry --method $MIN,verify=retry,retry_then=drop --method "$TODAY" \
+                   --out $OUT/dev/asqa-min; }
+dev_asqa_sup() { ev --dataset asqa --limit 20 --method flare:trigger=support,verify=flag \
+                   --method flare:trigger=support,verify=drop --method flare:trigger=support,verify=retry \
+                   --method flare:trigger=support,verify=retry,retry_then=drop --out $OUT/dev/asqa-sup; }
 
 # -- held out ----------------------------------------------------------------------------------------
-# Tier 1 (the comparison the issue asks for) first, then the baselines and every mode.
-test_world_1() { ev --dataset $WORLD --offset 40 --limit 120 --method "$TODAY" --method "$DEFAULT" \
-                   --method none --method single --out $OUT/test/world-core; }
-test_asqa_1() { ev --dataset asqa --offset 100 --limit 300 --method "$TODAY" --method "$DEFAULT" \
-                  --method none --method single --out $OUT/test/asqa-core; }
-test_world_2() { ev --dataset $WORLD --offset 40 --limit 120 --method flare:trigger=support \
-                   --method flare:verify=flag --method flare:verify=drop --method flare:verify=retry \
-                   --method flare:verify=retry,retry_then=drop --out $OUT/test/world-modes; }
-test_asqa_2() { ev --dataset asqa --offset 100 --limit 300 --method flare:trigger=support \
-                  --method flare:verify=flag --method flare:verify=drop --method flare:verify=retry \
-                  --method flare:verify=retry,retry_then=drop --out $OUT/test/asqa-modes; }
+# Tier 1 (today's default, the new default and the paper's baselines) runs first and ahead of tier 2
+# (the trigger and every verify mode on their own).
+BASELINES=(--method "$TODAY" --method "$DEFAULT" --method none:verify=off --method single:verify=off)
+MODES=(--method flare:trigger=support,verify=off --method $MIN,verify=flag --method $MIN,verify=drop
+       --method $MIN,verify=retry --method $MIN,verify=retry,retry_then=drop)
+test_world_1() { ev --dataset $WORLD --offset 40 --limit 120 "${BASELINES[@]}" --out $OUT/test/world-core; }
+test_asqa_1() { ev --dataset asqa --offset 100 --limit 300 "${BASELINES[@]}" --out $OUT/test/asqa-core; }
+test_world_2() { ev --dataset $WORLD --offset 40 --limit 120 "${MODES[@]}" --out $OUT/test/world-modes; }
+test_asqa_2() { ev --dataset asqa --offset 100 --limit 300 "${MODES[@]}" --out $OUT/test/asqa-modes; }
 
 report() {
   "$PY" $OUT/calibrate.py $WORLD $OUT/dev/world-flag/results.jsonl > $OUT/dev/calibration.md
-  "$PY" $OUT/calibrate.py $WORLD $OUT/test/world-modes/results.jsonl \
-    --thresholds supported=0.9,unsupported=0.34,lift=2 > $OUT/test/checker.md || true
-  "$PY" $OUT/analyse.py --reference flare --out $OUT/dev $OUT/dev/*/results.jsonl > /dev/null
-  "$PY" $OUT/analyse.py --reference "$TODAY" --out $OUT/test $OUT/test/*/results.jsonl > /dev/null
+  "$PY" $OUT/select.py --today "$TODAY" --world-today $OUT/dev/world-sup/results.jsonl \
+    --asqa-today $OUT/dev/asqa-min/results.jsonl --world $OUT/dev/world-min/results.jsonl \
+    $OUT/dev/world-sup/results.jsonl --asqa $OUT/dev/asqa-min/results.jsonl $OUT/dev/asqa-sup/results.jsonl \
+    > $OUT/dev/selection.md
+  "$PY" $OUT/analyse.py --reference "$TODAY" --out $OUT/test --checker-run "$MIN,verify=flag" \
+    $OUT/test/*/results.jsonl > /dev/null
 }
 
 case "${1:-all}" in
-  dev) lanes dev_cal dev_world dev_asqa ;;
+  dev) lanes dev_cal dev_world_min dev_world_sup dev_asqa_min dev_asqa_sup ;;
   test) lanes test_world_1 test_asqa_1 test_world_2 test_asqa_2 ;;
   report) report ;;
-  all) lanes dev_cal dev_world dev_asqa; lanes test_world_1 test_asqa_1 test_world_2 test_asqa_2; report ;;
+  all) lanes dev_cal dev_world_min dev_world_sup dev_asqa_min dev_asqa_sup
+       lanes test_world_1 test_asqa_1 test_world_2 test_asqa_2; report ;;
   *) echo "usage: $0 [dev|test|report|all]" >&2; exit 2 ;;
 esac

@@ -71,6 +71,9 @@ class FlareDirect:
             rec.decision = "end"
             return Commit(piece)
         unbacked: frozenset[str] = frozenset()
+        verdict = judge(piece.text, piece.tokens, s)  # with trigger=support: for the trace only
+        rec.low_tokens = [(t, round(p, 4)) for t, p in verdict.low_tokens]
+        rec.threshold = verdict.threshold
         if by_support:
             # Evidence, not confidence (C6): keep a draft its documents back; otherwise search
             # without the words they do not back (the likely guesses).
@@ -80,9 +83,6 @@ class FlareDirect:
                 return Commit(piece, base, support=support)
             unbacked = frozenset(content_words(" ".join(support.unsupported)))
         else:
-            verdict = judge(piece.text, piece.tokens, s)
-            rec.low_tokens = [(t, round(p, 4)) for t, p in verdict.low_tokens]
-            rec.threshold = verdict.threshold
             if not verdict.retrieve:
                 rec.decision = "accept"
                 return Commit(piece, base)
