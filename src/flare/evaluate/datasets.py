@@ -57,9 +57,17 @@ class Dataset:
     def corpus_path(self) -> Path:
         return self.folder / "corpus.jsonl"
 
-    def select(self, *, limit: int | None = None, offset: int = 0, seed: int | None = None) -> list[Example]:
-        """A reproducible slice: file order (or shuffled with ``seed``), from ``offset``, ``limit`` long."""
-        items = list(self.examples)
+    def select(
+        self, *, limit: int | None = None, offset: int = 0, seed: int | None = None, split: str | None = None
+    ) -> list[Example]:
+        """A reproducible slice: file order (or shuffled with ``seed``), from ``offset``, ``limit`` long.
+
+        ``split`` keeps only the questions whose ``split`` field has that value (e.g. ``dev``).
+        """
+        items = [e for e in self.examples if split is None or e.extra.get("split") == split]
+        if split is not None and not items:
+            raise InputError(f"no question of {self.name} is in split {split!r}",
+                             "use a value of the questions' split field, e.g. dev or test")
         if seed is not None:
             random.Random(seed).shuffle(items)
         end = None if limit is None else offset + limit
@@ -74,6 +82,16 @@ class Dataset:
         if not target.exists():  # build_index renames a finished index into place: no half builds
             build_index(load_corpus(self.corpus_path), target, progress=progress)
         return TantivyRetriever(target)
+
+    def metadata(self) -> dict[str, dict[str, Any]]:
+        """Each corpus document's metadata by id, read from the corpus file itself (not the index)."""
+        out: dict[str, dict[str, Any]] = {}
+        with self.corpus_path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    row = json.loads(line)
+                    out[str(row["id"])] = dict(row.get("meta") or {})
+        return out
 
     def fingerprint(self) -> str:
         """Short hash of the corpus file's path, size and modification time."""
