@@ -94,9 +94,11 @@ class Dataset:
         return out
 
     def fingerprint(self) -> str:
-        """Short hash of the corpus file's path, size and modification time."""
+        """Short hash of the corpus file's path, size and modification time, and the analyzer."""
+        from flare.retrieve.analyzers import ANALYZER_NAME
+
         st = self.corpus_path.stat()
-        key = f"{self.corpus_path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+        key = f"{self.corpus_path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{ANALYZER_NAME}"
         return hashlib.sha256(key.encode()).hexdigest()[:10]
 
 
