@@ -130,9 +130,14 @@ class Settings:
                                  low=0, low_open=True)
     # The paper's look-ahead length; we also stop at sentence end.
     max_sentence_tokens: int = setting(64, "Most tokens per drafted sentence.", request="lower", low=1)
+    # Chinese sentences run longer in tokens (Gemma-3: ~1.5 Han characters per token; byte-level
+    # vocabularies 1 or fewer), and a policy sentence of 80-120 characters is common.
+    max_sentence_tokens_zh: int = setting(160, "Most tokens per drafted sentence when answering in Chinese.",
+                                          request="lower", low=1)
     # The previous-window baseline retrieves every l=16 tokens (paper).
     window_tokens: int = setting(16, "Tokens per window of the previous_window method.", low=1)
-    language: Language = setting("auto", "Answer language for sentence splitting: auto, en or zh.")
+    language: Language = setting("auto", "Answer language (prompts, look-ahead cap): auto (the question's), en "
+                                 "or zh.")
     # Which turn format flare's built-in prompts use. "auto" follows the chat template the model
     # (or its server) reports; served models that report none need it set (SmolLM2: chatml).
     layout: Layout = setting("auto", "Prompt layout: chatml (chat turns) or plain (one few-shot text); auto "

@@ -115,7 +115,7 @@ def test_fact_questions_are_asked_under_their_filters_and_scored_by_facts(tmp_pa
     ds = load_dataset(fact_dataset(tmp_path))
     assert task_of(ds.name, ds.examples) == "facts"
     retriever = MemoryRetriever(DOCS)
-    job = Job(ds.name, "facts", ds.select(), retriever, ds.metadata())
+    job = Job(ds.name, "facts", ds.select(), retriever, metadata=ds.metadata())
     run_eval([job], expand(("none", "single"), (), ()), scripted(), tmp_path / "out", progress=False)
     recs = {(r["method"], r["id"]): r for r in read_results(tmp_path / "out" / "results.jsonl")}
     assert {str(f) for _, f in retriever.queries} == {"year=2026 AND acl=staff", "acl=staff"}
@@ -135,7 +135,7 @@ def test_a_passage_outside_the_filters_by_the_corpus_file_is_a_leak(tmp_path: Pa
     meta = {p.id: dict(p.meta) for p in DOCS}
     meta["t26"] = {"year": 2026, "acl": ["hr"]}
     ds = load_dataset(fact_dataset(tmp_path, meta))
-    job = Job(ds.name, "facts", ds.select(limit=1), MemoryRetriever(DOCS), ds.metadata())
+    job = Job(ds.name, "facts", ds.select(limit=1), MemoryRetriever(DOCS), metadata=ds.metadata())
     run_eval([job], expand(("single",), (), ()), scripted(), tmp_path / "out", progress=False)
     (rec,) = read_results(tmp_path / "out" / "results.jsonl")
     assert rec["scores"]["leak"] == 1.0 and rec["outside_filters"] == ["t26"]

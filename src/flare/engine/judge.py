@@ -48,7 +48,8 @@ def fact_dense(text: str) -> bool:
     Numbers in every form count (:func:`flare.text.numbers`): ``1,642``, ``ten``, ``十个工作日``,
     ``二〇二六年``; so do capitalised names inside a sentence, product codes and quoted names.
     """
-    return bool(numbers(text) or _CAPITALISED.search(text) or _CODE.search(text))
+    counted = any(n.text != "一" for n in numbers(text))  # "一个", "一种": an article more than a count
+    return counted or bool(_CAPITALISED.search(text) or _CODE.search(text))
 
 
 def judge(text: str, tokens: Sequence[TokenLogprob], settings: Settings) -> Judgement:

@@ -143,7 +143,7 @@ def form_queries(ctx: StepContext, piece: Piece, *, drop: frozenset[str] = froze
         if spans:
             t0 = time.perf_counter()
             context = f"{ctx.run.answer_so_far} {piece.text}".strip()
-            queries = ask_questions(ctx.lm, ctx.run.question, context, spans)
+            queries = ask_questions(ctx.lm, ctx.run.question, context, spans, language=ctx.template.language)
             ctx.record.timings["questions"] = round(time.perf_counter() - t0, 4)
     masked = _without(masked_query(piece.tokens, s.beta), drop)
     if not queries:

@@ -18,7 +18,7 @@ from flare.config import Settings
 from flare.engine.events import Event, Searching
 from flare.engine.metered import MeteredLM
 from flare.engine.prompts import PromptTemplate
-from flare.engine.sentences import ends_sentence, first_sentence_end
+from flare.engine.sentences import ends_complete, ends_sentence, first_sentence_end, lookahead_tokens, whole_words_end
 from flare.errors import RetrieverError
 from flare.retrieve.filters import Filters
 from flare.text import fold, repeated_ngram
@@ -40,6 +40,7 @@ class Piece:
     model_done: bool  # the model ended its answer right after this sentence
     truncated: bool = False  # hit max_tokens before the sentence ended
     looped: bool = False  # cut where the model began repeating itself (see Settings.repeat_ngram)
+    cut: bool = False  # a sentence that a cap ended mid-way; its last, maybe partial, word is dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +159,8 @@ class StepContext:
         """Continue ``[header, docs, question, answer so far]`` up to the end of a sentence."""
         s = self.run.settings
         prompt = self.template.render(docs, self.run.question, self.run.answer_so_far)
-        budget = min(max_tokens or s.max_sentence_tokens, s.max_output_tokens - self.run.output_tokens)
+        cap = max_tokens or lookahead_tokens(s, self.template.language)
+        budget = min(cap, s.max_output_tokens - self.run.output_tokens)
         n = s.repeat_ngram
 
         def stop_when(text: str) -> bool:
@@ -320,16 +322,22 @@ def initial_step(ctx: StepContext) -> StepGen:
 
 
 def first_piece(completion: Completion) -> Piece:
-    """Cut the first sentence (and exactly its tokens) out of a completion."""
+    """Cut the first sentence (and exactly its tokens) out of a completion.
+
+    A sentence that ``max_tokens`` cut before its end is ``truncated`` and ``cut``, and loses its
+    last word, which may be partial (a query or a commit must never hold half a name).
+    """
     text = completion.text
     end = first_sentence_end(text, final=completion.finish_reason != "sentence")
     if end is None:
         end = len(text)
+    truncated = completion.finish_reason == "length" and end >= len(text.rstrip()) and not ends_complete(text[:end])
+    if truncated:
+        end = whole_words_end(text[:end])
     tokens = cut_tokens(completion.tokens, end)
     rest = text[end:]
     done = completion.finish_reason == "stop" and not rest.strip()
-    truncated = completion.finish_reason == "length" and end >= len(text.rstrip())
-    return Piece(text[:end].strip(), tuple(tokens), done, truncated)
+    return Piece(text[:end].strip(), tuple(tokens), done, truncated, cut=truncated)
 
 
 def cut_tokens(tokens: Sequence[TokenLogprob], end: int) -> list[TokenLogprob]:
