@@ -91,6 +91,10 @@ class Settings:
                                "(retrieve when the question's documents do not back the draft).")
     theta_prose: float = setting(0.4, "The dynamic trigger's theta for sentences without numbers or names.",
                                  low=0, high=1)
+    # The end of the answer is a drafted token too: the backend cuts the end of the line as a stop
+    # sequence, so without this its probability never reaches the trigger (see engine/ending.py).
+    judge_end: bool = setting(True, "Judge the end of the answer like any drafted token: an end drafted "
+                              "with p < theta retrieves and regenerates (backends that can score).")
     # What to ask (M3/M4): tokens with p < beta are masked (implicit) or become question targets.
     beta: float = setting(0.4, "Mask drafted words below this probability when forming the query.", low=0, high=1)
     query: QueryMode = setting("implicit", "Query from the masked draft (implicit) or LM-written questions "

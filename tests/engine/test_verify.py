@@ -94,7 +94,7 @@ def test_flag_marks_an_unsupported_sentence_and_cites_only_what_backs_it() -> No
 
 def test_verify_off_keeps_the_old_behaviour_and_never_scores() -> None:
     lm = script(BAD)
-    flare, _ = run(lm)
+    flare, _ = run(lm, judge_end=False)  # the end-of-answer judge would score the end of the line
     answer = flare.answer(QUESTION)
     assert [s.support for s in answer.sentences] == ["unchecked", "unchecked"]
     assert not any(s.flagged for s in answer.sentences) and "[?]" not in answer.render()
@@ -103,7 +103,7 @@ def test_verify_off_keeps_the_old_behaviour_and_never_scores() -> None:
 
 def test_evidence_lift_is_off_by_default() -> None:
     lm = script(BAD)
-    flare, tracer = run(lm, verify="flag")
+    flare, tracer = run(lm, verify="flag", judge_end=False)  # the end judge would score the line end
     flare.answer(QUESTION)
     assert lm.scored == [] and tracer.traces[0].steps[1].lift is None
 
