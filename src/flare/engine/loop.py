@@ -24,7 +24,7 @@ from flare.engine.metered import MeteredLM
 from flare.engine.methods import check_method, policy_for, prompt_style
 from flare.engine.prompts import PromptTemplate, resolve_language
 from flare.engine.restate import restates, retry_restated
-from flare.engine.sentences import CUT_MARK, lookahead_tokens
+from flare.engine.sentences import CUT_MARK, ends_complete, lookahead_tokens
 from flare.engine.step import OMIT, Commit, RunState, StepContext
 from flare.engine.verification import verify
 from flare.errors import InputError, ModelError
@@ -145,8 +145,9 @@ class Flare:
             if piece.truncated and by_budget:
                 stop_reason = "max_output_tokens"  # never commit half a sentence
                 break
-            if piece.cut:  # the look-ahead cap ended it: commit it marked as cut, and end there
-                piece.text += CUT_MARK
+            if piece.cut or (piece.looped and not ends_complete(piece.text)):
+                piece.text += CUT_MARK  # a cap or a loop ended it mid-sentence: never shown as whole
+            if piece.cut:
                 run.note_cap("max_sentence_tokens")
             if any(piece.text == prev.text for prev in run.sentences) or piece.text in run.rejected:
                 stop_reason = "repetition"  # this step's sentence is the repeat: it is never committed
