@@ -238,7 +238,7 @@ def test_a_looping_sentence_is_cut_before_the_repeat_and_ends_the_answer() -> No
     flare, _ = run(lm)
     answer = flare.answer(QUESTION)
     assert answer.stop_reason == "repetition"
-    assert [s.text for s in answer.sentences] == ["He was born in Vessa in the village of"]
+    assert [s.text for s in answer.sentences] == ["He was born in Vessa in the village of…"]  # marked as cut
     assert len(lm.requests[0].completion.tokens) < len(ScriptedLM.split(loop))  # generation stopped early
 
 

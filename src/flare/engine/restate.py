@@ -4,7 +4,8 @@ Small models often answer a question by repeating it as a statement ("2026年境
 提交期限和付款时限。"), or by echoing it as a question; cited, such a sentence looks grounded and says
 nothing. :func:`restates` finds them: a sentence restates the question when it states no number
 the question does not, and every content word it uses is the question's own (or a generic word
-such as "包括", "following", a pronoun, a question word) — so an echo of the question is one too.
+such as "包括", "following", a pronoun, a question word) — so an echo of the question is one too —
+and a sentence that is itself a question (but for self-ask's "Follow up:" questions).
 
 :func:`retry_restated` gives the model one more sentence with the restatement as context — it
 often goes on to the facts — and otherwise ends the answer there; an answer that would have no
@@ -24,6 +25,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+from flare.engine.baselines import FOLLOW_UP
 from flare.engine.prompts import NOT_KNOWN
 from flare.engine.sentences import ends_sentence, lookahead_tokens
 from flare.engine.step import Commit, Piece, StepContext, first_piece
@@ -51,6 +53,8 @@ GENERIC = frozenset(
 
 def restates(sentence: str, question: str) -> bool:
     """Does ``sentence`` only restate (or echo) ``question``, adding no fact?"""
+    if text_is_question(sentence):
+        return True
     asked = {n.value for n in numbers(question)}
     if any(n.value not in asked for n in numbers(sentence)):
         return False
@@ -63,6 +67,13 @@ def restates(sentence: str, question: str) -> bool:
         elif w not in GENERIC and not _number_word(w):
             return False
     return shared
+
+
+def text_is_question(sentence: str) -> bool:
+    """A sentence that asks (ends with ``?``/``？``) answers nothing — except the follow-up
+    questions that self-ask decomposition writes on purpose."""
+    text = sentence.strip().rstrip("\"'”’」』）)")
+    return text.endswith(("?", "？")) and not text.startswith(FOLLOW_UP)
 
 
 def _number_word(word: str) -> bool:
