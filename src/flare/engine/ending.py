@@ -62,4 +62,4 @@ def draft_end(ctx: StepContext, piece: Piece, base: Sequence[Passage]) -> StepGe
     docs = dedupe([h.passage for h in hits] + list(base))
     rec.decision = "retrieve"
     yield Rewriting(ctx.index)
-    return Commit(ctx.generate(docs, "regenerate"), docs, True, True)
+    return Commit(ctx.generate(docs, "regenerate"), docs, retrieved=True)
