@@ -66,12 +66,13 @@ NOT_KNOWN = {"en": "The documents do not say.", "zh": "文档中没有给出答�
 Exemplar = tuple[tuple[tuple[str, str], ...], str, str]  # ((title, text), ...), question, answer
 
 # The answers copy the sentences of the search results that answer the question, keeping their
-# numbers and conditions, and skip the passages' other sentences: with answers written that way
-# Gemma-3-270m stated more of the facts (dev questions of benchmarks/qinglan-zh, first line of a
-# single-retrieval answer: fact recall 0.38 with paraphrased answers, 0.50 copying, 0.61 when the
-# copied sentence is not the passage's first). The mixed-language example comes first: the example
-# nearest the live question is the one a small model borrows names from when it has nothing to say
-# (0.50 → 0.57 in this order).
+# numbers and conditions: with answers written that way Gemma-3-270m stated more of the facts (dev
+# questions of benchmarks/qinglan-zh, first line of a single-retrieval answer: fact recall 0.38
+# with paraphrased answers, 0.50 copying). The mixed-language example comes first: the example
+# nearest the live question is the one a small model borrows from when it has nothing to say
+# (0.50 → 0.57 in this order). A variant whose copied sentences were not the passages' first
+# scored 0.61 but made Gemma answer a travel question with the library's late fee (the Chinese
+# test in tests/cli): these exemplars are the ones that test passes with.
 EXEMPLARS: dict[str, tuple[Exemplar, ...]] = {
     "en": (
         (
@@ -94,19 +95,19 @@ EXEMPLARS: dict[str, tuple[Exemplar, ...]] = {
     ),
     "zh": (
         (
-            (("Heron Bay ferry", "Heron Bay lies on the north shore. The Heron Bay ferry leaves every 40 minutes "
-              "between 6 a.m. and 10 p.m. A return ticket costs 14 euros."),),
+            (("Heron Bay ferry", "The Heron Bay ferry leaves every 40 minutes between 6 a.m. and 10 p.m. "
+              "A return ticket costs 14 euros."),),
             "鹭湾渡轮多久一班？往返票多少钱？可以带宠物吗？",
             "鹭湾渡轮每40分钟一班，运营时间为早上6点到晚上10点。往返票价为14欧元。文档中没有说明能否携带宠物。",
         ),
         (
             (
-                ("启明图书馆简介（2025年版）", "启明图书馆位于城东新区，馆藏图书约60万册。自2025年3月起，读者每次最多"
-                 "可借8本书，借期为30天，可在线续借一次。"),
-                ("启明图书馆逾期费用", "读者应按时归还图书。图书逾期归还的，每本每天收取0.5元滞纳金，累计不超过书价。"),
+                ("启明图书馆借阅规则（2025年版）", "自2025年3月起，启明图书馆读者每次最多可借8本书，借期为30天，"
+                 "可在线续借一次，续借期为15天。"),
+                ("启明图书馆逾期费用", "图书逾期归还的，每本每天收取0.5元滞纳金，累计不超过书价。"),
             ),
             "启明图书馆每次能借几本书？借期多长？逾期怎么收费？",
-            "自2025年3月起，读者每次最多可借8本书，借期为30天。图书逾期归还的，每本每天收取0.5元滞纳金。",
+            "自2025年3月起，启明图书馆读者每次最多可借8本书，借期为30天。图书逾期归还的，每本每天收取0.5元滞纳金。",
         ),
     ),
 }
