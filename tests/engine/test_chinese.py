@@ -102,6 +102,13 @@ def test_a_sentence_cut_where_the_model_loops_is_marked_too() -> None:
     assert sentence.text == "住宿每晚最多报销450元，其他城市" + CUT_MARK and answer.stop_reason == "repetition"
 
 
+def test_a_rule_that_repeats_a_phrase_for_two_cities_is_not_a_loop() -> None:
+    rule = "住宿标准为一线城市每晚不超过600元，其他城市每晚不超过450元。"
+    flare, _, _ = engine(ScriptedLM(once(rule)), method="none")
+    answer = flare.answer("一线城市和其他城市的住宿标准是多少？")
+    assert [s.text for s in answer.sentences] == [rule] and answer.stop_reason == "end"
+
+
 @pytest.mark.parametrize(
     ("text", "kept"),
     [

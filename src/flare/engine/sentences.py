@@ -151,6 +151,16 @@ def lookahead_tokens(settings: Settings, language: str) -> int:
     return settings.max_sentence_tokens_zh if language == "zh" else settings.max_sentence_tokens
 
 
+def repeat_words(settings: Settings, language: str) -> int:
+    """How many repeated words make a loop (``Settings.repeat_ngram``), in the answer's language.
+
+    jieba cuts Chinese into short words (单字 function words, 1-3 character words), so four of
+    them repeat in ordinary text: "一线城市每晚不超过600元，其他城市每晚不超过450元" repeats
+    "城市 每晚 不 超过". Chinese counts twice as many words.
+    """
+    return settings.repeat_ngram * 2 if language == "zh" else settings.repeat_ngram
+
+
 def ends_complete(text: str) -> bool:
     """Does ``text`` end with a sentence mark (so a cap that hit right there cut nothing)?"""
     stripped = text.rstrip()

@@ -18,7 +18,14 @@ from flare.config import Settings
 from flare.engine.events import Event, Searching
 from flare.engine.metered import MeteredLM
 from flare.engine.prompts import PromptTemplate
-from flare.engine.sentences import ends_complete, ends_sentence, first_sentence_end, lookahead_tokens, whole_words_end
+from flare.engine.sentences import (
+    ends_complete,
+    ends_sentence,
+    first_sentence_end,
+    lookahead_tokens,
+    repeat_words,
+    whole_words_end,
+)
 from flare.errors import RetrieverError
 from flare.retrieve.filters import Filters
 from flare.text import fold, repeated_ngram
@@ -161,7 +168,7 @@ class StepContext:
         prompt = self.template.render(docs, self.run.question, self.run.answer_so_far)
         cap = max_tokens or lookahead_tokens(s, self.template.language)
         budget = min(cap, s.max_output_tokens - self.run.output_tokens)
-        n = s.repeat_ngram
+        n = repeat_words(s, self.template.language)
 
         def stop_when(text: str) -> bool:
             return ends_sentence(text) or (n > 0 and repeated_ngram(text, n) is not None)
@@ -177,7 +184,7 @@ class StepContext:
         t0 = time.perf_counter()
         piece = first_piece(self.complete(docs))
         self.record.timings[stage] = round(time.perf_counter() - t0, 4)
-        n = self.run.settings.repeat_ngram
+        n = repeat_words(self.run.settings, self.template.language)
         at = repeated_ngram(piece.text, n) if n > 0 else None
         if at is not None:
             text = piece.text[:at].rstrip(" ,;:、，；")
