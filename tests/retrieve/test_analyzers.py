@@ -114,3 +114,10 @@ def test_hyphenated_words_are_not_identifiers(text: str) -> None:
 def test_grouped_thousands_are_one_number() -> None:
     assert analyze("售价38,000元") == analyze("售价38000元") == ["售价", "38000", "元"]
     assert analyze("1,642 metres") == ["1642", "metres"]
+
+
+def test_a_long_unbroken_run_is_one_token_or_none() -> None:
+    # The identifier pass must not retry every start inside a run (it once took ~23 s for 20,000
+    # letters); the speed itself is measured by benchmarks/bench_analyzer.py.
+    assert analyze("x" * 20_000) == []  # longer than MAX_TOKEN_CHARS: dropped
+    assert analyze("QL-" * 20 + "1") == ["ql-" * 20 + "1", *["ql"] * 20, "1"]

@@ -44,9 +44,11 @@ ANALYZER_NAME = "en-zh-2"
 """Recorded in every index; an index built by another analyzer must be rebuilt."""
 
 _TOKEN = re.compile(rf"(?P<han>[{HAN}]+)|(?P<word>[^\W_{HAN}]+)")
+# Linear time on any text: a match may only start where a run starts (the lookbehinds) and runs
+# are taken whole (possessive), so a 20,000-letter run is one step, not 20,000 retries.
 _IDENT = re.compile(
-    rf"(?P<grouped>\d{{1,3}}(?:[,，]\d{{3}})+(?:\.\d+)?)(?![\d,，])"
-    rf"|(?P<ident>(?:[{HAN}]+|[^\W_{HAN}]+)(?:[-/.][^\W_{HAN}]+)+)"
+    rf"(?P<grouped>(?<![\d,，])\d{{1,3}}(?:[,，]\d{{3}})+(?:\.\d+)?)(?![\d,，])"
+    rf"|(?P<ident>(?:(?<![{HAN}])[{HAN}]++|(?<![^\W_{HAN}])[^\W_{HAN}]++)(?:[-/.][^\W_{HAN}]++)+)"
 )
 _HAN_START = re.compile(f"^[{HAN}]+")
 
@@ -71,27 +73,32 @@ STOPWORDS_ZH = frozenset(["的", "了", "吗", "呢", "吧", "啊"])
 def analyze(text: str) -> list[str]:
     """The BM25 tokens of ``text``, in order, duplicates kept (term frequency matters)."""
     norm = unicodedata.normalize("NFKC", text)
-    whole: dict[int, str] = {}  # identifier tokens by the position where they start
+    whole: list[tuple[int, str]] = []  # identifier tokens and where they start, in text order
     grouped: list[tuple[int, int]] = []  # "38,000": its parts are replaced, not kept
     for m in _IDENT.finditer(norm):
         if m.lastgroup == "grouped":
-            whole[m.start()] = re.sub("[,，]", "", m.group())
+            whole.append((m.start(), re.sub("[,，]", "", m.group())))
             grouped.append(m.span())
         elif (ident := _identifier(m.group())) is not None:
-            whole[m.end() - len(ident)] = ident.casefold()
+            whole.append((m.end() - len(ident), ident.casefold()))
     tokens: list[str] = []
+    w = g = 0  # the next identifier and the next grouped number: both lists are in text order
     for match in _TOKEN.finditer(norm):
+        start, end = match.span()
         run = match.group().casefold()
+        # An identifier goes before the words it starts with; a Chinese-prefixed one starts inside
+        # a Han run ("按照差旅-2026-03"), whose search-mode words overlap and carry no positions.
+        stop = end if match.lastgroup == "han" else start + 1
+        while w < len(whole) and whole[w][0] < stop:
+            if len(whole[w][1]) <= MAX_TOKEN_CHARS:
+                tokens.append(whole[w][1])
+            w += 1
         if match.lastgroup == "han":
-            # A Chinese-prefixed identifier starts inside this run ("按照差旅-2026-03"): its token
-            # goes first (search-mode words overlap, so they carry no positions to sort by).
-            inside = [i for i in whole if match.start() <= i < match.end()]
-            tokens.extend(whole.pop(i) for i in sorted(inside))
             tokens.extend(t for t in _segment(run) if t not in STOPWORDS_ZH)
             continue
-        if (ident := whole.pop(match.start(), None)) is not None and len(ident) <= MAX_TOKEN_CHARS:
-            tokens.append(ident)
-        if any(a <= match.start() < b for a, b in grouped):
+        while g < len(grouped) and grouped[g][1] <= start:
+            g += 1
+        if g < len(grouped) and grouped[g][0] <= start:
             continue
         if run not in STOPWORDS_EN and len(run) <= MAX_TOKEN_CHARS:
             tokens.append(run)
