@@ -3,8 +3,8 @@
 For every run and method: fact recall over the answerable questions, answers with every fact,
 stale and secret facts, leaks, the unsupported-sentence share (recomputed here for every run with
 the support checker of :mod:`flare.evaluate.citations`, so runs made before it existed are measured
-the same way), and two checks of the text: committed sentences that end without a sentence mark
-(cut mid-sentence, possibly mid-word) and implicit queries that hold part of a word (a query whose
+the same way), and two checks of the text: committed sentences that a cap or a loop cut mid-way
+and that are shown as if whole (no sentence mark, no "…") and implicit queries that hold part of a word (a query whose
 words are not whole words of its draft). Then each method of the second run paired with the same
 method of the first on the same questions, and FLARE paired with single within each run.
 
@@ -62,15 +62,22 @@ def partial_word_query(draft: str, query: str) -> bool:
     return False
 
 
+CUT_BY = ("max_seconds", "max_output_tokens", "max_sentence_tokens", "repetition")
+
+
 def text_checks(recs: list[dict[str, Any]]) -> tuple[int, int, int, int, int]:
-    """(sentences, ending without a mark, ending with the cut mark, implicit queries, with a partial word)."""
+    """(sentences, cut mid-sentence and shown unmarked, cut and marked "…", implicit queries, with a
+    partial word). A sentence is cut when it is the answer's last and a cap or a loop ended the
+    answer while it had no sentence mark; a line the model itself ended without one is not counted."""
     n = unmarked = cut = queries = partial = 0
     for r in recs:
+        written = [s for s in (r["trace"] or {}).get("steps", []) if s["sentence"].strip()]
         for s in (r["trace"] or {}).get("steps", []):
             text = s["sentence"].strip()
             if text:
                 n += 1
-                unmarked += text[-1] not in ENDS
+                last = s is written[-1]
+                unmarked += last and r.get("stop_reason") in CUT_BY and text[-1] not in ENDS
                 cut += text.endswith("…")
             if s.get("draft") and s["queries"] and s["kind"] == "draft":
                 for q in s["queries"]:
@@ -82,7 +89,8 @@ def text_checks(recs: list[dict[str, Any]]) -> tuple[int, int, int, int, int]:
 
 def table(runs: dict[str, list[dict[str, Any]]], docs: dict[str, dict[str, Any]]) -> list[str]:
     head = ("run", "method", "n", "fact recall", "all facts", "stale", "secret", "leak", "unsupported",
-            "sentences/answer", "retrievals/answer", "p50 s", "unmarked ends", "cut", "partial-word queries")
+            "sentences/answer", "retrievals/answer", "p50 s", "cut, shown whole", "cut, marked …",
+            "partial-word queries")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for run, recs in runs.items():
         for method in METHODS:
