@@ -188,7 +188,7 @@ def test_a_masked_chinese_query_holds_only_whole_words() -> None:
         (has_docs, ScriptedLM.sentence("审批通过后，款项在五个工作日内支付。")),
         (lambda p: True, ScriptedLM.sentence(draft, low={"两": 0.1})),
     ])
-    flare, tracer, _ = engine(lm, max_sentences=2)
+    flare, tracer, _ = engine(lm, max_sentences=2, trigger="min", verify="off")  # the paper's loop
     flare.answer("2026年境内出差审批通过后多久付款？")
     step = tracer.traces[0].steps[1]
     assert step.decision == "retrieve"

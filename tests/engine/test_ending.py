@@ -1,4 +1,8 @@
-"""The end of the answer judged like a drafted token: an unsure end retrieves, a sure one ends."""
+"""The end of the answer judged like a drafted token: an unsure end retrieves, a sure one ends.
+
+The judge belongs to the paper's loop (``trigger=min``), which drafts without documents; the
+default ``support`` trigger drafts with the question's documents and keeps the end as drafted.
+"""
 
 from __future__ import annotations
 
@@ -30,8 +34,10 @@ def script(end_prob: float) -> ScriptedLM:
 
 
 def run(lm: ScriptedLM, **settings: object) -> tuple[list[str], MemoryTracer, MemoryRetriever]:
+    """The paper's loop (trigger=min: drafts without documents), unverified, so only the end judge scores."""
     tracer, retriever = MemoryTracer(), MemoryRetriever(DOCS)
-    flare = Flare(lm, retriever, Settings(**settings), template=BARE, tracer=tracer)  # type: ignore[arg-type]
+    chosen = Settings(trigger="min", verify="off").with_overrides(**settings)
+    flare = Flare(lm, retriever, chosen, template=BARE, tracer=tracer)
     return [s.text for s in flare.answer(QUESTION).sentences], tracer, retriever
 
 
@@ -55,6 +61,12 @@ def test_judge_end_off_and_theta_zero_keep_the_end_without_scoring() -> None:
         lm = script(end_prob=0.3)
         sentences, _, _ = run(lm, **settings)
         assert sentences == [FIRST.strip()] and lm.scored == []
+
+
+def test_the_support_trigger_keeps_the_end_as_drafted() -> None:
+    lm = script(end_prob=0.3)
+    run(lm, trigger="support")
+    assert lm.calls and all(cont != "\n" for _, cont in lm.scored)  # the end of the line is never scored
 
 
 def test_theta_one_looks_up_even_a_sure_end() -> None:
