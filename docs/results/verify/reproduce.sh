@@ -61,7 +61,7 @@ test_asqa_2() { ev --dataset asqa --offset 100 --limit 300 "${MODES[@]}" --out $
 
 report() {
   "$PY" $OUT/calibrate.py $WORLD $OUT/dev/world-flag/results.jsonl > $OUT/dev/calibration.md
-  "$PY" $OUT/select.py --today "$TODAY" --world-today $OUT/dev/world-sup/results.jsonl \
+  "$PY" $OUT/choose_default.py --today "$TODAY" --world-today $OUT/dev/world-sup/results.jsonl \
     --asqa-today $OUT/dev/asqa-min/results.jsonl --world $OUT/dev/world-min/results.jsonl \
     $OUT/dev/world-sup/results.jsonl --asqa $OUT/dev/asqa-min/results.jsonl $OUT/dev/asqa-sup/results.jsonl \
     > $OUT/dev/selection.md
