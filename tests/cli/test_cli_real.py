@@ -57,6 +57,7 @@ def test_ask_answers_with_citations_that_contain_the_facts_and_a_full_trace(inde
         # The question's documents stay in view (M5's combined retrieval): without them SmolLM2 ends
         # its answer after the first sentence under the built-in prompt, and no later draft is made.
         "--keep-first-docs",
+        "--trigger", "min", "--verify", "off",  # the paper's loop: drafts judged by token probability
     )
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout)

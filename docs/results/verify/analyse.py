@@ -189,6 +189,7 @@ def main() -> None:
     ap.add_argument("--checker-run", default="flare:verify=flag", help="world method whose sentences score the checker")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
     records = [r for p in args.results for r in read_results(p)]
     corpora: dict[str, dict[str, Passage]] = {}
     judge = Judge(load_world(WORLD))
@@ -199,12 +200,12 @@ def main() -> None:
     lines = ["# Verified answers: held-out results", ""]
     for ds in dict.fromkeys(r["dataset"] for r in records):
         lines += [f"## {ds}", "", *table(records, ds), "", *paired_tables(records, ds, args.reference)]
-    world_files = [p for p in args.results if any(r["dataset"] == "world" for r in read_results(p))]
-    if world_files:
-        flagged = [r for p in world_files for r in read_results(p) if r["method"] == args.checker_run]
+    flagged = [r for r in records if r["dataset"] == "world" and r["method"] == args.checker_run]
+    if flagged:
         tmp = args.out / "_checker.jsonl"
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in flagged), encoding="utf-8")
-        cs = [c for c in cases(WORLD, [tmp], None) if c.colocate and c.relation]
+        tmp.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "_extra"}) + "\n" for r in flagged),
+                       encoding="utf-8")  # fmt: skip
+        cs = cases(WORLD, [tmp], None)
         tmp.unlink()
         from flare.verify.support import DEFAULT
 
@@ -212,7 +213,6 @@ def main() -> None:
         lines += ["## The checker against the world's truth", "",
                   f"Sentences of `{args.checker_run}` ({n} with claims, {bad} unsupported in truth), default thresholds: "
                   f"precision {p:.3f}, recall {rec:.3f}, F1 {f1:.3f} of the flag.", ""]  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "analysis.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     plot(records, args.out / "support_vs_quality.png")
     print("\n".join(lines))

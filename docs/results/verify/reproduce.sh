@@ -40,10 +40,11 @@ dev_world_min() { ev --dataset $WORLD --limit 40 --method $MIN,verify=flag --met
                     --method $MIN,verify=retry --method $MIN,verify=retry,retry_then=drop --out $OUT/dev/world-min; }
 dev_world_sup() { ev --dataset $WORLD --limit 40 --method flare:trigger=support,verify=flag \
                     --method flare:trigger=support,verify=drop --method flare:trigger=support,verify=retry \
-                    --method flare:trigger=support,verify=retry,retry_then=drop --method "$TODAY" --out $OUT/dev/world-sup; }
+                    --method flare:trigger=support,verify=retry,retry_then=drop --out $OUT/dev/world-sup; }
+dev_world_today() { ev --dataset $WORLD --limit 40 --method "$TODAY" --out $OUT/dev/world-today; }
 dev_asqa_min() { ev --dataset asqa --limit 20 --method $MIN,verify=flag --method $MIN,verify=drop \
-                   --method $MIN,verify=retry --method $MIN,verify=retry,retry_then=drop --method "$TODAY" \
-                   --out $OUT/dev/asqa-min; }
+                   --method $MIN,verify=retry --method $MIN,verify=retry,retry_then=drop --out $OUT/dev/asqa-min; }
+dev_asqa_today() { ev --dataset asqa --limit 20 --method "$TODAY" --out $OUT/dev/asqa-today; }
 dev_asqa_sup() { ev --dataset asqa --limit 20 --method flare:trigger=support,verify=flag \
                    --method flare:trigger=support,verify=drop --method flare:trigger=support,verify=retry \
                    --method flare:trigger=support,verify=retry,retry_then=drop --out $OUT/dev/asqa-sup; }
@@ -59,10 +60,15 @@ test_asqa_1() { ev --dataset asqa --offset 100 --limit 300 "${BASELINES[@]}" --o
 test_world_2() { ev --dataset $WORLD --offset 40 --limit 120 "${MODES[@]}" --out $OUT/test/world-modes; }
 test_asqa_2() { ev --dataset asqa --offset 100 --limit 300 "${MODES[@]}" --out $OUT/test/asqa-modes; }
 
+# The committed development runs name today's default `flare` (the defaults then: trigger=min,
+# verify=off, repeat_ngram=4; every record carries its settings); a rerun of the dev lanes names it
+# $TODAY, so after one run the report with TODAY_LABEL="$TODAY".
+TODAY_LABEL=${TODAY_LABEL:-flare}
+
 report() {
   "$PY" $OUT/calibrate.py $WORLD $OUT/dev/world-flag/results.jsonl > $OUT/dev/calibration.md
-  "$PY" $OUT/select.py --today "$TODAY" --world-today $OUT/dev/world-sup/results.jsonl \
-    --asqa-today $OUT/dev/asqa-min/results.jsonl --world $OUT/dev/world-min/results.jsonl \
+  "$PY" $OUT/choose_default.py --today "$TODAY_LABEL" --world-today $OUT/dev/world-today/results.jsonl \
+    --asqa-today $OUT/dev/asqa-today/results.jsonl --world $OUT/dev/world-min/results.jsonl \
     $OUT/dev/world-sup/results.jsonl --asqa $OUT/dev/asqa-min/results.jsonl $OUT/dev/asqa-sup/results.jsonl \
     > $OUT/dev/selection.md
   "$PY" $OUT/analyse.py --reference "$TODAY" --out $OUT/test --checker-run "$MIN,verify=flag" \
@@ -70,10 +76,10 @@ report() {
 }
 
 case "${1:-all}" in
-  dev) lanes dev_cal dev_world_min dev_world_sup dev_asqa_min dev_asqa_sup ;;
+  dev) lanes dev_cal dev_world_min dev_world_sup dev_world_today dev_asqa_min dev_asqa_sup dev_asqa_today ;;
   test) lanes test_world_1 test_asqa_1 test_world_2 test_asqa_2 ;;
   report) report ;;
-  all) lanes dev_cal dev_world_min dev_world_sup dev_asqa_min dev_asqa_sup
+  all) lanes dev_cal dev_world_min dev_world_sup dev_world_today dev_asqa_min dev_asqa_sup dev_asqa_today
        lanes test_world_1 test_asqa_1 test_world_2 test_asqa_2; report ;;
   *) echo "usage: $0 [dev|test|report|all]" >&2; exit 2 ;;
 esac

@@ -6,7 +6,7 @@ lowest world-truth cited-but-unsupported share; ties go to fewer LM calls per an
 
 Usage::
 
-    python docs/results/verify/select.py --today flare --world-today W0.jsonl --asqa-today A0.jsonl \
+    python docs/results/verify/choose_default.py --today flare --world-today W0.jsonl --asqa-today A0.jsonl \
         --world W.jsonl [...] --asqa A.jsonl [...]
 """
 
