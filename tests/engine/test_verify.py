@@ -186,6 +186,18 @@ def test_support_trigger_searches_without_the_unbacked_words() -> None:
     assert answer.retrievals == 2 and answer.sentences[1].text == GOOD.strip()
 
 
+def test_support_trigger_keeps_unbacked_common_words_in_its_query() -> None:
+    # "gardener" is not in the documents but says what the missing fact is about: it stays in the
+    # query; the unbacked number is a guess and goes.
+    drafted = " He was shot by his gardener in 1999."
+    flare, tracer = run(script(drafted, GOOD), trigger="support", k=2)
+    answer = flare.answer(QUESTION)
+    step = tracer.traces[0].steps[1]
+    assert step.decision == "retrieve" and "1999" in " ".join(step.unsupported)
+    assert "gardener" in step.queries[0] and "1999" not in step.queries[0]
+    assert answer.sentences[1].text == GOOD.strip()
+
+
 class QuestionOnly(MemoryRetriever):
     """Finds passages for the question itself and for nothing else."""
 

@@ -21,13 +21,14 @@ CHUNKS = [
 ]
 
 
-def script() -> ScriptedLM:
+def script(*, sure_of_coal: bool = False) -> ScriptedLM:
     """First sentence from the question's documents; the second drafted unsure ("coal"), searched
-    without that word, and rewritten once the lamp passage is in the prompt."""
+    without that word, and rewritten once the lamp passage is in the prompt. ``sure_of_coal``:
+    the draft is confident, so the paper's trigger accepts it unsearched (and unbacked)."""
     lm = ScriptedLM()
     lm.add(lambda p: p.rstrip().endswith("oil."), [])  # the answer is complete
     lm.add("until 1902", ScriptedLM.sentence(" Its lamp burned whale oil."))
-    unsure = ScriptedLM.sentence(" Its lamp burned coal. Then", low={"coal": 0.1})
+    unsure = ScriptedLM.sentence(" Its lamp burned coal. Then", low={} if sure_of_coal else {"coal": 0.1})
     lm.add(lambda p: p.rstrip().endswith("1847."), unsure)
     lm.add("Search results", ScriptedLM.sentence(" The Quillmere lighthouse was built in 1847. Its"))
     return lm.add("", ScriptedLM.sentence(" It was built in 1850.", low={"1850": 0.1}))

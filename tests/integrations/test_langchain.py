@@ -60,6 +60,19 @@ def test_stream_yields_accepted_sentences_then_sources_and_adds_up_to_invoke(sto
     assert asyncio.run(chain.ainvoke(QUESTION)) == "".join(CHUNKS)
 
 
+def test_a_flagged_answer_streams_its_mark_first_and_its_note_last(store: InMemoryVectorStore) -> None:
+    # The paper's trigger accepts the confident "coal", drafted with the lighthouse passage in
+    # view, unsearched; verify=flag marks it.
+    engine = Flare(script(sure_of_coal=True), LangChainRetriever(store.as_retriever()),
+                   Settings(k=1, trigger="min", verify="flag", keep_first_docs=True))  # fmt: skip
+    chain = FlareRunnable(engine, filters=PUBLIC)
+    chunks = list(chain.stream(QUESTION))
+    assert chunks[:2] == [CHUNKS[0], " Its lamp burned coal[?]."]
+    answer = chain.last_answer
+    assert answer is not None and "".join(chunks) == answer.render() == chain.invoke(QUESTION)
+    assert chunks[-1].endswith('- sentence 2: "lamp burned coal" not found in the passages it was written from')
+
+
 def test_it_composes_and_input_filters_only_narrow(store: InMemoryVectorStore) -> None:
     def board_only(question: str) -> dict[str, Any]:
         return {"question": question.strip(), "filters": ["acl=board"]}

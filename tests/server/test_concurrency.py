@@ -135,7 +135,7 @@ def test_in_process_models_still_take_one_call_at_a_time(index_dir: Path) -> Non
 
     lm = Counting()
     assert parallel_calls(lm) == 1
-    engine = Flare(lm, TantivyRetriever(index_dir), Settings(theta=0.5, max_sentences=2))
+    engine = Flare(lm, TantivyRetriever(index_dir), Settings(theta=0.5, max_sentences=2, trigger="min"))
     with LiveServer(create_app(engine, keys(), Limits(max_concurrency=8))) as live:
         answers = _ask_all(live, QUESTIONS, at_once=True)
         health = httpx.get(f"{live.url}/healthz").json()

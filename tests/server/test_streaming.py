@@ -36,7 +36,7 @@ from tests.server.support import (
 
 @pytest.fixture()
 def server(index_dir: Path) -> Iterator[LiveServer]:
-    engine = Flare(scripted(), TantivyRetriever(index_dir), Settings(theta=0.5),
+    engine = Flare(scripted(), TantivyRetriever(index_dir), Settings(theta=0.5, trigger="min", verify="off"),
                    template=TEMPLATE)  # fmt: skip
     with LiveServer(create_app(engine, keys(), Limits())) as live:
         yield live

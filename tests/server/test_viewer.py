@@ -74,7 +74,8 @@ def page(browser: Browser) -> Iterator[Page]:
 
 @pytest.fixture()
 def server(index_dir: Path) -> Iterator[LiveServer]:
-    engine = Flare(scripted(), TantivyRetriever(index_dir), Settings(theta=0.5), template=TEMPLATE)
+    engine = Flare(scripted(), TantivyRetriever(index_dir), Settings(theta=0.5, trigger="min", verify="off"),
+                   template=TEMPLATE)  # fmt: skip
     with LiveServer(create_app(engine, keys(), Limits())) as live:
         yield live
 
@@ -135,8 +136,8 @@ def test_viewer_asks_and_shows_the_new_trace(server: LiveServer, page: Page) -> 
 def test_viewer_opens_a_trace_file(index_dir: Path, tmp_path: Path, page: Page, server: LiveServer) -> None:
     """A JSONL file as ``flare ask --trace`` writes it (JsonlTracer), several traces in it."""
     path = tmp_path / "trace.jsonl"
-    engine = Flare(scripted(), TantivyRetriever(index_dir), Settings(theta=0.5), template=TEMPLATE,
-                   tracer=JsonlTracer(path))  # fmt: skip
+    engine = Flare(scripted(), TantivyRetriever(index_dir), Settings(theta=0.5, trigger="min", verify="off"),
+                   template=TEMPLATE, tracer=JsonlTracer(path))  # fmt: skip
     staff = Filters.any_of("acl", ["staff"])
     engine.answer(QUESTION, filters=staff)
     engine.answer("How fast are travel expenses reimbursed?", filters=staff)

@@ -76,12 +76,14 @@ class FlareDirect:
         rec.threshold = verdict.threshold
         if by_support:
             # Evidence, not confidence (C6): keep a draft its documents back; otherwise search
-            # without the words they do not back (the likely guesses).
+            # without the names and numbers they do not back (the likely guesses). Unbacked
+            # common words stay: they say what the missing fact is about ("lamp", "burned").
             support = ctx.check(piece, base)
             if support.passes:
                 rec.decision = "accept"
                 return Commit(piece, base, support=support)
-            unbacked = frozenset(content_words(" ".join(support.unsupported)))
+            guesses = " ".join(claim for claim, kind, found, _ in support.details if kind != "word" and not found)
+            unbacked = frozenset(content_words(guesses))
         else:
             if not verdict.retrieve:
                 rec.decision = "accept"

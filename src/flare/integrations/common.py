@@ -70,7 +70,8 @@ def question_and_filters(value: str | Mapping[str, Any], trusted: Filters) -> tu
 
 class RenderedStream:
     """An answer as text chunks that add up to ``Answer.render()``: each accepted sentence with
-    its ``[n]`` markers as it is accepted, then the source list. Drafts never appear (O2).
+    its ``[n]`` and ``[?]`` marks as it is accepted, then the notes and the source list (which
+    ``render()`` puts after the body). Drafts never appear (O2).
 
     :attr:`answer` is set once the chunks are exhausted.
     """
@@ -84,7 +85,7 @@ class RenderedStream:
         for event in self.engine.stream(self.question, filters=self.filters):
             if isinstance(event, SentenceAccepted):
                 accepted.append(event.sentence)
-                body = Answer(self.question, tuple(accepted), (), "", "").render()
+                body = Answer(self.question, tuple(accepted), (), "", "").render_body()
                 if body.startswith(shown) and len(body) > len(shown):
                     yield body[len(shown) :]
                     shown = body
