@@ -91,6 +91,10 @@ class Settings:
                                "(retrieve when the question's documents do not back the draft).")
     theta_prose: float = setting(0.4, "The dynamic trigger's theta for sentences without numbers or names.",
                                  low=0, high=1)
+    # The end of the answer is a drafted token too: the backend cuts the end of the line as a stop
+    # sequence, so without this its probability never reaches the trigger (see engine/ending.py).
+    judge_end: bool = setting(True, "Judge the end of the answer like any drafted token: an end drafted "
+                              "with p < theta retrieves and regenerates (backends that can score).")
     # What to ask (M3/M4): tokens with p < beta are masked (implicit) or become question targets.
     beta: float = setting(0.4, "Mask drafted words below this probability when forming the query.", low=0, high=1)
     query: QueryMode = setting("implicit", "Query from the masked draft (implicit) or LM-written questions "
@@ -130,9 +134,14 @@ class Settings:
                                  low=0, low_open=True)
     # The paper's look-ahead length; we also stop at sentence end.
     max_sentence_tokens: int = setting(64, "Most tokens per drafted sentence.", request="lower", low=1)
+    # Chinese sentences run longer in tokens (Gemma-3: ~1.5 Han characters per token; byte-level
+    # vocabularies 1 or fewer), and a policy sentence of 80-120 characters is common.
+    max_sentence_tokens_zh: int = setting(160, "Most tokens per drafted sentence when answering in Chinese.",
+                                          request="lower", low=1)
     # The previous-window baseline retrieves every l=16 tokens (paper).
     window_tokens: int = setting(16, "Tokens per window of the previous_window method.", low=1)
-    language: Language = setting("auto", "Answer language for sentence splitting: auto, en or zh.")
+    language: Language = setting("auto", "Answer language (prompts, look-ahead cap): auto (the question's), en "
+                                 "or zh.")
     # Which turn format flare's built-in prompts use. "auto" follows the chat template the model
     # (or its server) reports; served models that report none need it set (SmolLM2: chatml).
     layout: Layout = setting("auto", "Prompt layout: chatml (chat turns) or plain (one few-shot text); auto "

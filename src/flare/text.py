@@ -250,3 +250,20 @@ def repeated_ngram(text: str, n: int) -> int | None:
             return spans[i].start
         seen.add(gram)
     return None
+
+
+# -- language ----------------------------------------------------------------------------------
+
+
+def language_of(text: str) -> str:
+    """``"zh"`` when a third or more of the letters in ``text`` are Han ideographs, else ``"en"``.
+
+    A third, not a half: Chinese questions name products and codes in Latin letters
+    ("QL-300 的防护等级是多少？").
+
+    >>> language_of("QL-300 的防护等级是多少？"), language_of("How long is the QL-300 warranty?")
+    ('zh', 'en')
+    """
+    letters = [c for c in text if c.isalpha()]
+    han = sum(1 for c in letters if HAN_RE.match(c))
+    return "zh" if letters and han * 3 >= len(letters) else "en"

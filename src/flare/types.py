@@ -17,9 +17,12 @@ FinishReason = Literal["stop", "length", "sentence"]
 """Why a completion ended: a stop sequence or the end of text (``stop``), ``max_tokens``
 (``length``), or the caller's ``stop_when`` (``sentence``, the end of a sentence)."""
 
-EndReason = Literal["end", "max_sentences", "max_output_tokens", "max_seconds", "no_evidence", "repetition"]
-"""Why an answer ended: the model finished (``end``), a budget, nothing found for a gap, or a
-sentence that repeated an earlier one. A policy ends an answer by returning one of these."""
+EndReason = Literal[
+    "end", "max_sentences", "max_output_tokens", "max_sentence_tokens", "max_seconds", "no_evidence", "repetition"
+]
+"""Why an answer ended: the model finished (``end``), a budget (``max_sentence_tokens``: a
+sentence ran past the look-ahead cap and was committed marked as cut), nothing found for a gap, or
+a sentence that repeated an earlier one. A policy ends an answer by returning one of these."""
 
 StopReason = EndReason | Literal[""]
 """An answer's ``stop_reason``: its :data:`EndReason`, or ``""`` for a partial answer rendered

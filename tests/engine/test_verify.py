@@ -94,7 +94,7 @@ def test_flag_marks_an_unsupported_sentence_and_cites_only_what_backs_it() -> No
 
 def test_verify_off_keeps_the_old_behaviour_and_never_scores() -> None:
     lm = script(BAD)
-    flare, _ = run(lm)
+    flare, _ = run(lm, judge_end=False)  # the end-of-answer judge would score the end of the line
     answer = flare.answer(QUESTION)
     assert [s.support for s in answer.sentences] == ["unchecked", "unchecked"]
     assert not any(s.flagged for s in answer.sentences) and "[?]" not in answer.render()
@@ -103,7 +103,7 @@ def test_verify_off_keeps_the_old_behaviour_and_never_scores() -> None:
 
 def test_evidence_lift_is_off_by_default() -> None:
     lm = script(BAD)
-    flare, tracer = run(lm, verify="flag")
+    flare, tracer = run(lm, verify="flag", judge_end=False)  # the end judge would score the line end
     flare.answer(QUESTION)
     assert lm.scored == [] and tracer.traces[0].steps[1].lift is None
 
@@ -250,7 +250,7 @@ def test_a_looping_sentence_is_cut_before_the_repeat_and_ends_the_answer() -> No
     flare, _ = run(lm)
     answer = flare.answer(QUESTION)
     assert answer.stop_reason == "repetition"
-    assert [s.text for s in answer.sentences] == ["He was born in Vessa in the village of"]
+    assert [s.text for s in answer.sentences] == ["He was born in Vessa in the village of…"]  # marked as cut
     assert len(lm.requests[0].completion.tokens) < len(ScriptedLM.split(loop))  # generation stopped early
 
 

@@ -83,3 +83,41 @@ def test_overlong_tokens_are_dropped() -> None:
 
 def test_other_scripts_are_words() -> None:
     assert analyze("Привет мир こんにちは") == ["привет", "мир", "こんにちは"]
+
+
+@pytest.mark.parametrize(
+    ("text", "whole"),
+    [
+        ("the FX-200 sensor", "fx-200"),
+        ("GB/T 7714-2015 规定", "gb/t"),
+        ("GB/T 7714-2015 规定", "7714-2015"),
+        ("按照差旅-2026-03，", "差旅-2026-03"),
+        ("文件编号：采购-2026-01。", "采购-2026-01"),
+        ("firmware v3.2 is out", "v3.2"),
+        ("整机重2.4公斤", "2.4"),
+        ("on 2026-03-15", "2026-03-15"),
+        ("COVID-19", "covid-19"),
+    ],
+)
+def test_identifiers_are_kept_whole_and_their_parts_too(text: str, whole: str) -> None:
+    tokens = analyze(text)
+    assert whole in tokens
+    parts = [p for p in whole.replace("/", "-").replace(".", "-").split("-") if p not in STOPWORDS_EN]
+    assert all(p in tokens for p in parts if p)
+
+
+@pytest.mark.parametrize("text", ["FLARE-style retrieval", "e.g. this", "state-of-the-art", "Wi-Fi"])
+def test_hyphenated_words_are_not_identifiers(text: str) -> None:
+    assert not any(any(c in t for c in "-/.") for t in analyze(text))
+
+
+def test_grouped_thousands_are_one_number() -> None:
+    assert analyze("售价38,000元") == analyze("售价38000元") == ["售价", "38000", "元"]
+    assert analyze("1,642 metres") == ["1642", "metres"]
+
+
+def test_a_long_unbroken_run_is_one_token_or_none() -> None:
+    # The identifier pass must not retry every start inside a run (it once took ~23 s for 20,000
+    # letters); the speed itself is measured by benchmarks/bench_analyzer.py.
+    assert analyze("x" * 20_000) == []  # longer than MAX_TOKEN_CHARS: dropped
+    assert analyze("QL-" * 20 + "1") == ["ql-" * 20 + "1", *["ql"] * 20, "1"]

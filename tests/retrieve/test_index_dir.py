@@ -33,7 +33,7 @@ def test_params_file_records_version_count_fields_and_analyzer(bm25: TantivyRetr
     params = json.loads((bm25.index_dir / PARAMS_FILE).read_text("utf-8"))
     assert params["version"] == FORMAT_VERSION
     assert params["count"] == len(passages)
-    assert params["analyzer"] == "en-zh-1"
+    assert params["analyzer"] == "en-zh-2"
     assert params["meta_fields"]["acl"] == {"type": "str", "list": True, "field": "m0"}
     assert bm25.meta_fields["year"] == MetaKind("int")
     assert bm25.meta_fields["draft"] == MetaKind("bool")

@@ -50,6 +50,8 @@ from flare.evaluate.world_score import truth_scores
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
               help="Skip this many questions first (file order, or shuffled order with --seed).")
 @click.option("--seed", type=int, default=None, help="Shuffle questions with this seed before the slice.")
+@click.option("--split", default=None, metavar="NAME",
+              help="Only questions whose split field is NAME (e.g. dev or test), before the slice.")
 @click.option("--model", "model_spec", default=None, metavar="SPEC",
               help="gemma3 (default), smollm2, or a path to a .gguf file.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for the model.")
@@ -77,6 +79,7 @@ def eval_command(
     limit: int | None,
     offset: int,
     seed: int | None,
+    split: str | None,
     model_spec: str | None,
     threads: int | None,
     special_tokens: bool,
@@ -106,10 +109,11 @@ def eval_command(
         jobs = []
         for name in datasets:
             ds = load_dataset(name)
-            examples = ds.select(limit=limit, offset=offset, seed=seed)
+            examples = ds.select(limit=limit, offset=offset, seed=seed, split=split)
             retriever = ds.retriever(index_cache, progress=not no_progress)
-            truth = truth_scores(ds.folder)
-            jobs.append(Job(ds.name, task_of(ds.name, ds.examples), examples, retriever, truth))
+            task = task_of(ds.name, ds.examples)
+            metadata = ds.metadata() if task == "facts" else None
+            jobs.append(Job(ds.name, task, examples, retriever, truth_scores(ds.folder), metadata))
         from flare.lm.registry import resolve_model
 
         lm = resolve_model(model_spec, n_threads=threads, special_tokens=special_tokens)

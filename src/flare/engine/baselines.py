@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from flare.engine.events import Event, Rewriting, Searching
-from flare.engine.sentences import ends_sentence, first_sentence_end
+from flare.engine.sentences import ends_sentence, first_sentence_end, lookahead_tokens
 from flare.engine.step import Commit, Piece, StepContext, StepGen, cut_tokens, first_piece, initial_step
 from flare.types import Completion, FinishReason, Passage, TokenLogprob
 
@@ -169,7 +169,8 @@ class Instruct:
         searches, forbid, used = 0, 0, 0
         finish: FinishReason = "stop"
         while True:
-            room = min(ctx.settings.max_sentence_tokens, ctx.settings.max_output_tokens - ctx.run.output_tokens)
+            s = ctx.settings
+            room = min(lookahead_tokens(s, ctx.template.language), s.max_output_tokens - ctx.run.output_tokens)
             room -= used
             if room < 1:
                 finish = "length"

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 from flare.config import Settings
 from flare.query.words import group_words
+from flare.text import numbers
 from flare.types import TokenLogprob
 from flare.verify.citations import content_words
 
-_NUMBER = re.compile(r"\d")
 _CAPITALISED = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+")
-_CJK_FACT = re.compile(r"[年月日号岁元米公里吨人]|[一二三四五六七八九十百千万亿]{2,}")
+_CODE = re.compile(r"[A-Za-z]+[-/]?\d|“[^”]{1,12}”|《[^》]{1,30}》")  # QL-300, “岚途”, 《差旅办法》
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +43,13 @@ class Judgement:
 
 
 def fact_dense(text: str) -> bool:
-    """Does the sentence state numbers, dates or names (where a wrong guess costs most)?"""
-    return bool(_NUMBER.search(text) or _CAPITALISED.search(text) or _CJK_FACT.search(text))
+    """Does the sentence state numbers, dates or names (where a wrong guess costs most)?
+
+    Numbers in every form count (:func:`flare.text.numbers`): ``1,642``, ``ten``, ``十个工作日``,
+    ``二〇二六年``; so do capitalised names inside a sentence, product codes and quoted names.
+    """
+    counted = any(n.text != "一" for n in numbers(text))  # "一个", "一种": an article more than a count
+    return counted or bool(_CAPITALISED.search(text) or _CODE.search(text))
 
 
 def judge(text: str, tokens: Sequence[TokenLogprob], settings: Settings) -> Judgement:

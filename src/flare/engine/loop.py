@@ -22,7 +22,9 @@ from flare.config import Settings
 from flare.engine.events import Event, Finished, SentenceAccepted
 from flare.engine.metered import MeteredLM
 from flare.engine.methods import check_method, policy_for, prompt_style
-from flare.engine.prompts import PromptTemplate
+from flare.engine.prompts import PromptTemplate, resolve_language
+from flare.engine.restate import restates, retry_restated
+from flare.engine.sentences import CUT_MARK, ends_complete, lookahead_tokens
 from flare.engine.step import OMIT, Commit, RunState, StepContext
 from flare.engine.verification import verify
 from flare.errors import InputError, ModelError
@@ -91,7 +93,7 @@ class Flare:
                 "use a backend with logprobs, or --method single / none",
             )
         flt = filters or Filters()
-        template = self.template_for(s)
+        template = self.template_for(s, question)
         lm = MeteredLM(self.lm)
         trace = TraceRecord(
             trace_id=uuid.uuid4().hex,
@@ -128,12 +130,25 @@ class Flare:
                 stop_reason = outcome
                 break
             piece = outcome.piece
+            if piece.text and not piece.truncated and restates(piece.text, question):
+                retried = retry_restated(ctx, outcome)
+                step.lm_calls, step.lm_tokens_evaluated = lm.since(before)
+                if retried is None:  # a restatement after real sentences: the answer ends here
+                    stop_reason = "end"
+                    break
+                outcome, piece = retried, retried.piece
             if not piece.text:
                 stop_reason = "end"
                 break
-            if piece.truncated and run.output_tokens + len(piece.tokens) >= s.max_output_tokens:
+            room = s.max_output_tokens - run.output_tokens  # what the output budget left this step
+            by_budget = room <= len(piece.tokens) or (piece.cut and room <= lookahead_tokens(s, template.language))
+            if piece.truncated and by_budget:
                 stop_reason = "max_output_tokens"  # never commit half a sentence
                 break
+            if piece.cut or (piece.looped and not ends_complete(piece.text)):
+                piece.text += CUT_MARK  # a cap or a loop ended it mid-sentence: never shown as whole
+            if piece.cut:
+                run.note_cap("max_sentence_tokens")
             if any(piece.text == prev.text for prev in run.sentences) or piece.text in run.rejected:
                 stop_reason = "repetition"  # this step's sentence is the repeat: it is never committed
                 break
@@ -152,6 +167,9 @@ class Flare:
                 step.output_tokens = len(checked.piece.tokens)
                 yield SentenceAccepted(index, sentence, new_sources)
                 piece = checked.piece
+            if piece.cut:
+                stop_reason = "max_sentence_tokens"
+                break
             if piece.looped:
                 stop_reason = "repetition"
                 break
@@ -171,15 +189,17 @@ class Flare:
         self._finish_trace(run, lm, answer)
         yield Finished(answer)
 
-    def template_for(self, settings: Settings) -> PromptTemplate:
-        """The prompt template a run with ``settings`` uses.
+    def template_for(self, settings: Settings, question: str = "") -> PromptTemplate:
+        """The prompt template a run with ``settings`` uses for ``question``.
 
-        flare's built-in template comes in the run's ``layout`` (``auto``: the model's) and with
-        the exemplars its method needs (``[Search(...)]`` tags for ``instruct``, ``Follow up:``
-        questions for ``decompose``); a template given to the engine is used unchanged.
+        flare's built-in template comes in the run's ``layout`` (``auto``: the model's), with the
+        exemplars its method needs (``[Search(...)]`` tags for ``instruct``, ``Follow up:``
+        questions for ``decompose``) and in the run's ``language`` (``auto``: the question's,
+        which also sets the look-ahead cap); a template given to the engine keeps its text.
         """
         layout = None if settings.layout == "auto" else settings.layout
-        return self.template.adapted(layout=layout, style=prompt_style(settings.method))
+        language = resolve_language(settings.language, question)
+        return self.template.adapted(layout=layout, style=prompt_style(settings.method), language=language)
 
     def _time_or_token_cap(self, run: RunState) -> EndReason | None:
         if time.perf_counter() - run.started >= run.settings.max_seconds:

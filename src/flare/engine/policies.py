@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 
+from flare.engine.ending import draft_end
 from flare.engine.events import Rewriting, Searching
 from flare.engine.judge import judge
 from flare.engine.step import OMIT, Commit, Outcome, Piece, StepContext, StepGen, dedupe, initial_step
@@ -67,9 +68,8 @@ class FlareDirect:
         piece = ctx.generate(base, "draft")
         rec.draft = piece.text
         rec.draft_tokens = [(t.text, round(t.prob, 4)) for t in piece.tokens]
-        if not piece.text:
-            rec.decision = "end"
-            return Commit(piece)
+        if not piece.text:  # the model ends the answer: accepted if sure, looked up if not
+            return (yield from draft_end(ctx, piece, base))
         unbacked: frozenset[str] = frozenset()
         verdict = judge(piece.text, piece.tokens, s)  # with trigger=support: for the trace only
         rec.low_tokens = [(t, round(p, 4)) for t, p in verdict.low_tokens]
@@ -145,7 +145,7 @@ def form_queries(ctx: StepContext, piece: Piece, *, drop: frozenset[str] = froze
         if spans:
             t0 = time.perf_counter()
             context = f"{ctx.run.answer_so_far} {piece.text}".strip()
-            queries = ask_questions(ctx.lm, ctx.run.question, context, spans)
+            queries = ask_questions(ctx.lm, ctx.run.question, context, spans, language=ctx.template.language)
             ctx.record.timings["questions"] = round(time.perf_counter() - t0, 4)
     masked = _without(masked_query(piece.tokens, s.beta), drop)
     if not queries:

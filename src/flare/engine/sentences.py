@@ -7,7 +7,15 @@ splitter that can tell "5.5" and "U.S." from a full stop on a prefix of the text
 A boundary in English needs ``.``, ``!`` or ``?`` (optionally followed by closing quotes or
 brackets) and then whitespace: so "5.5" never splits, and a period at the very end of a partial
 text is not yet a boundary (the next token may turn it into "5.5"). Chinese and full-width marks
-(``。！？``) end a sentence at once. A newline always ends one.
+(``。！？``, and ``……``) end a sentence at once, and so does a ``.`` written straight before a
+Chinese character ("IP68.它"). A newline always ends one. ``；`` and ``，`` join clauses of one
+sentence and never end it.
+
+The look-ahead is capped (:func:`lookahead_tokens`): at the paper's 64 tokens for English, and at
+a cap sized for Chinese, whose sentences run longer in tokens (Gemma-3 writes about 1.5 Han
+characters per token, byte-level vocabularies one or fewer). A sentence that a cap still cuts is
+never taken for a whole one: :func:`whole_words_end` drops its last, possibly partial word, and
+the engine commits it marked with :data:`CUT_MARK`.
 
     >>> split_sentences("Dr. Smith moved to the U.S. in 1999. He was 5.5 ft tall! 他来了。好。")
     ['Dr. Smith moved to the U.S. in 1999.', 'He was 5.5 ft tall!', '他来了。', '好。']
@@ -16,6 +24,12 @@ text is not yet a boundary (the next token may turn it into "5.5"). Chinese and 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+from flare.text import HAN_RE, language_of, word_spans
+
+if TYPE_CHECKING:
+    from flare.config import Settings
 
 _ABBREVIATIONS = frozenset(
     [
@@ -42,7 +56,7 @@ def first_sentence_end(text: str, *, final: bool = False) -> int | None:
         if ch == "\n":
             if text[:i].strip():
                 return i
-        elif ch in "。！？；…" or (ch in "!?" and _cjk_before(text, i)):
+        elif ch in "。！？…" or (ch in "!?" and _cjk_before(text, i)) or (ch == "." and _han_after(text, i)):
             end = _skip_closers(text, i + 1)
             if text[:end].strip():
                 return end
@@ -93,6 +107,11 @@ def _cjk_before(text: str, i: int) -> bool:
     return i > 0 and "\u3000" <= text[i - 1] <= "\u9fff"
 
 
+def _han_after(text: str, i: int) -> bool:
+    """A period written straight before a Chinese character ends the sentence ("IP68.它")."""
+    return i > 0 and i + 1 < len(text) and bool(HAN_RE.match(text[i + 1])) and not text[i - 1].isspace()
+
+
 _WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
 
 
@@ -114,12 +133,62 @@ def _is_initial(text: str, i: int) -> bool:
     return i == 1 or not text[i - 2].isalpha()
 
 
-CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-
-
 def is_chinese(text: str) -> bool:
     """True when a third or more of the letters in ``text`` are CJK ideographs."""
-    letters = [c for c in text if c.isalpha()]
-    if not letters:
-        return False
-    return sum(1 for c in letters if CJK.match(c)) * 3 >= len(letters)
+    return language_of(text) == "zh"
+
+
+# -- the look-ahead cap ------------------------------------------------------------------------
+
+CUT_MARK = "…"
+"""Ends a sentence that a cap cut before its end, so no reader takes it for a whole sentence."""
+
+_ENDS = "。！？!?.…" + _CLOSERS
+
+
+def lookahead_tokens(settings: Settings, language: str) -> int:
+    """How many tokens a sentence may take before the look-ahead gives up on its end."""
+    return settings.max_sentence_tokens_zh if language == "zh" else settings.max_sentence_tokens
+
+
+def repeat_words(settings: Settings, language: str) -> int:
+    """How many repeated words make a loop (``Settings.repeat_ngram``), in the answer's language.
+
+    jieba cuts Chinese into short words (单字 function words, 1-3 character words), so four of
+    them repeat in ordinary text: "一线城市每晚不超过600元，其他城市每晚不超过450元" repeats
+    "城市 每晚 不 超过". Chinese counts twice as many words.
+    """
+    return settings.repeat_ngram * 2 if language == "zh" else settings.repeat_ngram
+
+
+def ends_complete(text: str) -> bool:
+    """Does ``text`` end with a sentence mark (so a cap that hit right there cut nothing)?"""
+    stripped = text.rstrip()
+    return bool(stripped) and stripped[-1] in _ENDS and first_sentence_end(stripped, final=True) == len(stripped)
+
+
+def whole_words_end(text: str) -> int:
+    """Where to cut a sentence that a cap ended mid-way: before its last word, which may be partial.
+
+    Trailing joiners and clause marks go too, so neither "英格丽·" nor "Ingrid Sol" is kept:
+
+        >>> t = "北风实验室的创始人是海洋生物学家英格丽·"
+        >>> t[: whole_words_end(t)]
+        '北风实验室的创始人是海洋生物学家'
+        >>> t = "It was founded by Ingrid Sol"
+        >>> t[: whole_words_end(t)]
+        'It was founded by Ingrid'
+    """
+    spans = word_spans(text)
+    if not spans:
+        return 0
+    last = spans[-1]
+    end = last.start if text[last.end :].strip(" ·・-‐/'’") == "" else len(text.rstrip())
+    if end == last.start and len(spans) > 1 and _joined(text, spans[-2].end, last.start):
+        end = spans[-2].start  # "英格丽·索尔" : the name's first part goes with its cut second part
+    return len(text[:end].rstrip(" ·・-‐/'’，,、；;：:"))
+
+
+def _joined(text: str, left_end: int, right_start: int) -> bool:
+    between = text[left_end:right_start]
+    return bool(between) and all(c in "·・-‐" for c in between)

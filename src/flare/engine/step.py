@@ -18,7 +18,14 @@ from flare.config import Settings
 from flare.engine.events import Event, Searching
 from flare.engine.metered import MeteredLM
 from flare.engine.prompts import PromptTemplate
-from flare.engine.sentences import ends_sentence, first_sentence_end
+from flare.engine.sentences import (
+    ends_complete,
+    ends_sentence,
+    first_sentence_end,
+    lookahead_tokens,
+    repeat_words,
+    whole_words_end,
+)
 from flare.errors import RetrieverError
 from flare.retrieve.filters import Filters
 from flare.text import fold, repeated_ngram
@@ -40,6 +47,7 @@ class Piece:
     model_done: bool  # the model ended its answer right after this sentence
     truncated: bool = False  # hit max_tokens before the sentence ended
     looped: bool = False  # cut where the model began repeating itself (see Settings.repeat_ngram)
+    cut: bool = False  # a sentence that a cap ended mid-way; its last, maybe partial, word is dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +166,9 @@ class StepContext:
         """Continue ``[header, docs, question, answer so far]`` up to the end of a sentence."""
         s = self.run.settings
         prompt = self.template.render(docs, self.run.question, self.run.answer_so_far)
-        budget = min(max_tokens or s.max_sentence_tokens, s.max_output_tokens - self.run.output_tokens)
-        n = s.repeat_ngram
+        cap = max_tokens or lookahead_tokens(s, self.template.language)
+        budget = min(cap, s.max_output_tokens - self.run.output_tokens)
+        n = repeat_words(s, self.template.language)
 
         def stop_when(text: str) -> bool:
             return ends_sentence(text) or (n > 0 and repeated_ngram(text, n) is not None)
@@ -175,7 +184,7 @@ class StepContext:
         t0 = time.perf_counter()
         piece = first_piece(self.complete(docs))
         self.record.timings[stage] = round(time.perf_counter() - t0, 4)
-        n = self.run.settings.repeat_ngram
+        n = repeat_words(self.run.settings, self.template.language)
         at = repeated_ngram(piece.text, n) if n > 0 else None
         if at is not None:
             text = piece.text[:at].rstrip(" ,;:、，；")
@@ -320,16 +329,22 @@ def initial_step(ctx: StepContext) -> StepGen:
 
 
 def first_piece(completion: Completion) -> Piece:
-    """Cut the first sentence (and exactly its tokens) out of a completion."""
+    """Cut the first sentence (and exactly its tokens) out of a completion.
+
+    A sentence that ``max_tokens`` cut before its end is ``truncated`` and ``cut``, and loses its
+    last word, which may be partial (a query or a commit must never hold half a name).
+    """
     text = completion.text
     end = first_sentence_end(text, final=completion.finish_reason != "sentence")
     if end is None:
         end = len(text)
+    truncated = completion.finish_reason == "length" and end >= len(text.rstrip()) and not ends_complete(text[:end])
+    if truncated:
+        end = whole_words_end(text[:end])
     tokens = cut_tokens(completion.tokens, end)
     rest = text[end:]
     done = completion.finish_reason == "stop" and not rest.strip()
-    truncated = completion.finish_reason == "length" and end >= len(text.rstrip())
-    return Piece(text[:end].strip(), tuple(tokens), done, truncated)
+    return Piece(text[:end].strip(), tuple(tokens), done, truncated, cut=truncated)
 
 
 def cut_tokens(tokens: Sequence[TokenLogprob], end: int) -> list[TokenLogprob]:

@@ -57,9 +57,17 @@ class Dataset:
     def corpus_path(self) -> Path:
         return self.folder / "corpus.jsonl"
 
-    def select(self, *, limit: int | None = None, offset: int = 0, seed: int | None = None) -> list[Example]:
-        """A reproducible slice: file order (or shuffled with ``seed``), from ``offset``, ``limit`` long."""
-        items = list(self.examples)
+    def select(
+        self, *, limit: int | None = None, offset: int = 0, seed: int | None = None, split: str | None = None
+    ) -> list[Example]:
+        """A reproducible slice: file order (or shuffled with ``seed``), from ``offset``, ``limit`` long.
+
+        ``split`` keeps only the questions whose ``split`` field has that value (e.g. ``dev``).
+        """
+        items = [e for e in self.examples if split is None or e.extra.get("split") == split]
+        if split is not None and not items:
+            raise InputError(f"no question of {self.name} is in split {split!r}",
+                             "use a value of the questions' split field, e.g. dev or test")
         if seed is not None:
             random.Random(seed).shuffle(items)
         end = None if limit is None else offset + limit
@@ -75,10 +83,22 @@ class Dataset:
             build_index(load_corpus(self.corpus_path), target, progress=progress)
         return TantivyRetriever(target)
 
+    def metadata(self) -> dict[str, dict[str, Any]]:
+        """Each corpus document's metadata by id, read from the corpus file itself (not the index)."""
+        out: dict[str, dict[str, Any]] = {}
+        with self.corpus_path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    row = json.loads(line)
+                    out[str(row["id"])] = dict(row.get("meta") or {})
+        return out
+
     def fingerprint(self) -> str:
-        """Short hash of the corpus file's path, size and modification time."""
+        """Short hash of the corpus file's path, size and modification time, and the analyzer."""
+        from flare.retrieve.analyzers import ANALYZER_NAME
+
         st = self.corpus_path.stat()
-        key = f"{self.corpus_path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+        key = f"{self.corpus_path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{ANALYZER_NAME}"
         return hashlib.sha256(key.encode()).hexdigest()[:10]
 
 

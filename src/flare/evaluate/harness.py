@@ -26,16 +26,17 @@ import json
 import os
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from flare.config import Settings
 from flare.engine.loop import Flare
-from flare.engine.prompts import Layout, layout_for
+from flare.engine.prompts import Layout, PromptTemplate, layout_for
 from flare.evaluate.citations import citation_scores
 from flare.evaluate.datasets import Example, doc_id
+from flare.evaluate.facts import score_facts
 from flare.evaluate.methods import MethodSpec
 from flare.evaluate.metrics import (
     exact_match,
@@ -50,9 +51,10 @@ from flare.evaluate.metrics import (
 from flare.evaluate.prompts import style_for, template_for
 from flare.lm.base import LanguageModel
 from flare.retrieve.base import Retriever
+from flare.retrieve.filters import Filters
 from flare.trace.tracers import MemoryTracer
 
-Task = Literal["short", "yesno", "long"]
+Task = Literal["short", "yesno", "long", "facts"]
 RESULTS_FILE = "results.jsonl"
 FORCE_CUE = " So the answer is"
 FORCE_MAX_TOKENS = 16
@@ -66,7 +68,9 @@ DATASET_SETTINGS: dict[str, dict[str, Any]] = {
 
 
 def task_of(dataset: str, examples: Sequence[Example]) -> Task:
-    """How answers are scored: ASQA-like long form, yes/no, or short answers with aliases."""
+    """How answers are scored: ASQA-like long form, yes/no, gold facts under filters, or short answers."""
+    if examples and all({"facts", "stale", "secret"} <= e.extra.keys() for e in examples):
+        return "facts"  # gold facts with their stale and secret counterparts (benchmarks/qinglan-zh)
     if dataset == "asqa" or (examples and all(e.qa_pairs for e in examples)):
         return "long"
     if dataset == "strategyqa" or (examples and all(normalize(e.answers[0]) in ("yes", "no") for e in examples)):
@@ -74,13 +78,15 @@ def task_of(dataset: str, examples: Sequence[Example]) -> Task:
     return "short"
 
 
-def score(task: Task, example: Example, prediction: str, *, forced: str | None = None) -> dict[str, float]:
+def score(task: Task, example: Example, prediction: str, *, forced: str | None = None) -> dict[str, float | None]:
     """Quality scores of one prediction; ``quality`` is the headline figure of the task.
 
     ``forced`` is the model's completion of "So the answer is" appended to a prediction that
     lacked the cue: the answer is extracted from it, while ``answer_cue`` still says whether the
     prediction had the cue on its own.
     """
+    if task == "facts":
+        return score_facts(prediction, example.extra)
     _, cue = extract_answer(prediction)
     extracted, _ = extract_answer(final_text(prediction, forced))
     if task == "long":
@@ -106,10 +112,11 @@ def force_answer(engine: Flare, question: str, prediction: str) -> str:
     return engine.lm.complete(prompt, max_tokens=FORCE_MAX_TOKENS, stop=engine.template.stop).text
 
 
-def failed_scores(task: Task) -> dict[str, float]:
+def failed_scores(task: Task) -> dict[str, float | None]:
     """The scores of a failed example: wrong on every quality measure."""
     keys = {"long": ("str_em", "rouge_l"), "yesno": ("accuracy", "answer_cue"),
-            "short": ("em", "f1", "precision", "recall", "answer_cue")}[task]
+            "short": ("em", "f1", "precision", "recall", "answer_cue"),
+            "facts": ("fact_recall", "all_facts")}[task]
     return {"quality": 0.0, **dict.fromkeys(keys, 0.0)}
 
 
@@ -122,7 +129,9 @@ class Job:
     """One dataset to evaluate: its name, task, examples and retriever.
 
     ``truth``, when the dataset knows which passage states which fact (the evaluation world),
-    adds exact support figures to every record's scores, prefixed ``truth_``.
+    adds exact support figures to every record's scores, prefixed ``truth_``. ``metadata`` maps
+    corpus document ids to their metadata; with it, every retrieved or cited passage is checked
+    against the question's filters a second time, independently of the index (``leak``).
     """
 
     dataset: str
@@ -130,6 +139,7 @@ class Job:
     examples: Sequence[Example]
     retriever: Retriever
     truth: TruthScores | None = None
+    metadata: Mapping[str, Mapping[str, Any]] | None = None
 
 
 def done_keys(path: Path, *, retry_failed: bool = False) -> set[tuple[str, str, str]]:
@@ -197,7 +207,13 @@ def run_eval(
                 (base or Settings()).with_overrides(**{**DATASET_SETTINGS.get(job.dataset, {}), **(overrides or {})})
             )
             chosen = layout or (model_layout if settings.layout == "auto" else settings.layout)
-            template = template_for(job.dataset, layout=chosen, style=style_for(spec.method))
+            style = style_for(spec.method)
+            # Fact questions (asked under filters, in any language) are answered with flare's own
+            # prompts, which follow each question's language, as `flare ask` answers them.
+            if job.task == "facts":
+                template = PromptTemplate.plain().adapted(layout=chosen, style=style)
+            else:
+                template = template_for(job.dataset, layout=chosen, style=style)
             engine = Flare(lm, job.retriever, settings, template=template)
             rec = answer_one(job, ex, spec.label, engine, settings, force=force)
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
@@ -225,9 +241,9 @@ def answer_one(
     forced: str | None = None
     forced_seconds = 0.0
     try:
-        answer = engine.answer(ex.question)
+        answer = engine.answer(ex.question, filters=question_filters(ex))
         seconds = round(time.perf_counter() - t0, 3)
-        if force and job.task != "long" and not extract_answer(answer.text)[1]:
+        if force and job.task in ("short", "yesno") and not extract_answer(answer.text)[1]:
             forced = force_answer(engine, ex.question, answer.text)
             forced_seconds = round(time.perf_counter() - t0 - seconds, 3)
     except Exception as exc:  # any failure is recorded and scored as wrong, never skipped
@@ -242,10 +258,16 @@ def answer_one(
     steps = [s for s in trace["steps"] if s["sentence"]]
     retrieved_ids = [doc_id(r["id"]) for s in trace["steps"] for r in s["retrieved"]]
     extracted, _ = extract_answer(final_text(answer.text, forced))
+    scores = score(job.task, ex, answer.text, forced=forced)
+    if job.metadata is not None:
+        cited = [doc_id(c.passage_id) for c in answer.sources]
+        outside = sorted(i for i in {*retrieved_ids, *cited} if not _allowed(job.metadata, i, ex))
+        rec["outside_filters"] = outside
+        scores["leak"] = float(bool(outside) or bool(scores.get("secret")))
     rec.update(
         prediction=answer.text, forced=forced, forced_seconds=forced_seconds,
         extracted=extracted, seconds=seconds, stop_reason=answer.stop_reason,
-        scores={**score(job.task, ex, answer.text, forced=forced), **citation_scores(answer)},
+        scores={**scores, **citation_scores(answer)},
         retrievals=answer.retrievals, lm_calls=answer.lm_calls,
         sentences=len(steps), retrieved_sentences=sum(1 for s in steps if s["queries"]),
         positions=[{"retrieved": bool(s["queries"]), "has_gold": _has_gold(job.task, ex, s["sentence"])}
@@ -257,6 +279,16 @@ def answer_one(
     if job.truth is not None:
         rec["scores"].update(job.truth(rec))
     return rec
+
+
+def question_filters(ex: Example) -> Filters:
+    """The trusted filters a question is asked under (``filters`` in its record; none by default)."""
+    return Filters.parse(ex.extra.get("filters") or [])
+
+
+def _allowed(metadata: Mapping[str, Mapping[str, Any]], passage: str, ex: Example) -> bool:
+    meta = metadata.get(passage)
+    return meta is not None and question_filters(ex).matches(meta)
 
 
 def _has_gold(task: Task, ex: Example, sentence: str) -> bool | None:

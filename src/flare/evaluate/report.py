@@ -27,8 +27,9 @@ from typing import Any
 from flare.evaluate.citations import FIGURES as CITATION_FIGURES
 from flare.evaluate.metrics import mean, percentile
 
-QUALITY_NAMES = {"short": "EM", "yesno": "accuracy", "long": "STR-EM"}
-EXTRA_SCORES = {"short": ("f1", "precision", "recall", "answer_cue"), "yesno": ("answer_cue",), "long": ("rouge_l",)}
+QUALITY_NAMES = {"short": "EM", "yesno": "accuracy", "long": "STR-EM", "facts": "fact recall"}
+EXTRA_SCORES = {"short": ("f1", "precision", "recall", "answer_cue"), "yesno": ("answer_cue",), "long": ("rouge_l",),
+                "facts": ("all_facts", "stale", "secret", "leak")}
 
 
 def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -3,6 +3,8 @@
 For each span of the draft whose words fall below β (neighbouring spans one word apart are
 merged), the LM is shown the question, the answer so far with the draft, and asked for a question
 whose answer is that span. Documents retrieved for all questions are interleaved by the engine.
+Spans are made of whole words (jieba's, in Chinese), and the prompt is written in the question's
+language, so a Chinese draft gets a Chinese question.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from flare.lm.base import LanguageModel
-from flare.query.implicit import _join
 from flare.query.words import Word, group_words
+from flare.text import join_words, language_of
 from flare.types import TokenLogprob
 
 
@@ -35,11 +37,16 @@ def low_spans(tokens: Sequence[TokenLogprob], beta: float, *, max_gap: int = 1) 
             groups[-1].extend(words[groups[-1][-1].index + 1 : w.index + 1])
         else:
             groups.append([w])
-    return [Span(_join([w.text for w in g]).strip(".,;:!?。，"), min(w.prob for w in g)) for g in groups]
+    return [Span(join_words(w.text for w in g), min(w.prob for w in g)) for g in groups]
 
 
-def question_prompt(question: str, context: str, span: str) -> str:
-    """The prompt that asks the LM for a question whose answer is ``span``."""
+def question_prompt(question: str, context: str, span: str, *, language: str | None = None) -> str:
+    """The prompt that asks the LM for a question whose answer is ``span``.
+
+    ``language`` is ``en`` or ``zh``; by default it follows the user's question.
+    """
+    if (language or language_of(question)) == "zh":
+        return f"问题：{question}\n文本：{context}\n写一个简短的问题，使上面的文本用“{span}”来回答它。\n问题："
     return (
         f"Question: {question}\n"
         f"Text: {context}\n"
@@ -55,6 +62,7 @@ def ask_questions(
     spans: Sequence[Span],
     *,
     max_tokens: int = 32,
+    language: str | None = None,
 ) -> list[str]:
     """One generated question per span (empty generations fall back to the span itself)."""
     out: list[str] = []
@@ -62,8 +70,9 @@ def ask_questions(
         if not span.text:
             continue
         completion = lm.complete(
-            question_prompt(question, context, span.text), max_tokens=max_tokens, stop=("\n",)
+            question_prompt(question, context, span.text, language=language), max_tokens=max_tokens, stop=("\n",)
         )
         text = completion.text.strip()
         out.append(text if text else span.text)
     return out
+

@@ -2,7 +2,8 @@
 
 A wrong guess in the draft ("... was born in 1931") would steer the search towards the guess;
 removing words whose probability is below β keeps what the model is sure it wants to say and
-drops what it is guessing. β=0 keeps the whole draft as the query.
+drops what it is guessing. Words are whole words (:mod:`flare.query.words`): jieba's words in
+Chinese, so the query never keeps half of a name or a number. β=0 keeps the whole draft.
 """
 
 from __future__ import annotations
@@ -10,29 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from flare.query.words import group_words
+from flare.text import join_words
 from flare.types import TokenLogprob
 
 
 def masked_query(tokens: Sequence[TokenLogprob], beta: float) -> str:
-    """The draft without words whose least probable token has p < β.
+    """The draft's words, without those whose least probable token has p < β.
 
     >>> from flare.types import TokenLogprob as T
     >>> import math
     >>> masked_query([T("Paris", math.log(0.2)), T(" is", 0.0), T(" nice", 0.0)], beta=0.4)
     'is nice'
+    >>> masked_query([T("审批后", 0.0), T("两", math.log(0.1)), T("个工作日内支付", 0.0)], beta=0.4)
+    '审批后工作日内支付'
     """
-    kept = [w.text for w in group_words(tokens) if w.prob >= beta]
-    return _join(kept)
-
-
-def _join(words: list[str]) -> str:
-    out = ""
-    for w in words:
-        if out and not (_cjk(out[-1]) and _cjk(w[0])):
-            out += " "
-        out += w
-    return out.strip()
-
-
-def _cjk(ch: str) -> bool:
-    return "\u3400" <= ch <= "\u9fff"
+    return join_words(w.text for w in group_words(tokens) if w.prob >= beta)

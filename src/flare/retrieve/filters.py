@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from flare.errors import FilterError, UnknownFieldError
+from flare.text import numbers
 
 Op = Literal["eq", "gte", "gt", "lte", "lt"]
 Scalar = str | int | float | bool
@@ -75,6 +76,16 @@ def parse_value(raw: str) -> Scalar:
     if _FLOAT.fullmatch(raw):
         return float(raw)
     return raw
+
+
+def _written_number(raw: str) -> float | None:
+    """A number written the Chinese way (``2026年``, ``二〇二六``, ``二〇二六年``, ``十二月``): its
+    value when ``raw`` is exactly one number with an optional 年/月/日/号, else None."""
+    core = raw[:-1] if raw[-1:] in ("年", "月", "日", "号") else raw
+    if not core or len(core) > 12:
+        return None
+    found = numbers(core)
+    return found[0].value if len(found) == 1 and found[0].text == core else None
 
 
 def split_expression(expr: str) -> tuple[str, str, str] | None:
@@ -169,7 +180,11 @@ def _shown(expr: str) -> str:
 
 
 def coerce(value: Scalar, like: Any) -> Scalar | None:
-    """``value`` converted to the type of a stored value ``like``, or None if it cannot be."""
+    """``value`` converted to the type of a stored value ``like``, or None if it cannot be.
+
+    Against a number, text written the Chinese way counts (``year=2026年`` and ``year=二〇二六``
+    match a year stored as 2026); against text it stays the text it was.
+    """
     if isinstance(like, bool):
         if isinstance(value, bool):
             return value
@@ -182,13 +197,16 @@ def coerce(value: Scalar, like: Any) -> Scalar | None:
             return int(value)
         if isinstance(value, str) and _INT.fullmatch(value) and len(value) <= _MAX_INT_DIGITS:
             return int(value)
-        return None
+        written = _written_number(value) if isinstance(value, str) else None
+        return int(written) if written is not None and written.is_integer() else None
     if isinstance(like, float):
         if isinstance(value, int) and not isinstance(value, bool):
             return float(value) if abs(value) < 2**1023 else (math.inf if value > 0 else -math.inf)
         if isinstance(value, float):
             return value
-        return float(value) if isinstance(value, str) and _FLOAT.fullmatch(value) else None
+        if isinstance(value, str) and _FLOAT.fullmatch(value):
+            return float(value)
+        return _written_number(value) if isinstance(value, str) else None
     if isinstance(like, str):
         return str(value)
     return None

@@ -35,7 +35,7 @@ import tantivy
 from tantivy import FieldType, Occur, Query
 
 from flare.errors import CorpusIndexError, InputError
-from flare.retrieve.analyzers import ANALYZER_NAME, analyze
+from flare.retrieve.analyzers import ANALYZER_NAME, IDENTIFIER_BOOST, analyze, is_identifier
 from flare.retrieve.atomic import PARAMS_FILE, building, read_params, write_params
 from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, MetaSchema, check_passages
@@ -265,7 +265,7 @@ class TantivyRetriever:
         tokens = list(dict.fromkeys(analyze(query)))[:MAX_QUERY_TOKENS]
         if not tokens or k == 0 or any(m is None for m in musts):
             return []
-        terms = [(Occur.Should, Query.term_query(self._schema, "body", t)) for t in tokens]
+        terms = [(Occur.Should, self._term(t)) for t in tokens]
         clauses = [(Occur.Must, Query.boolean_query(terms))]
         clauses += [(Occur.Must, Query.const_score_query(m, 0.0)) for m in musts if m is not None]
         with self._damage("search failed"):
@@ -275,6 +275,12 @@ class TantivyRetriever:
     def check_filters(self, filters: Filters | None) -> None:
         """Raise :class:`~flare.errors.FilterError` if ``filters`` names a field this index does not have."""
         check_fields(filters, self.meta_fields)
+
+    def _term(self, token: str) -> Query:
+        """A query term; an identifier (``fx-210``, ``差旅-2026-03``) weighs more than a word: a
+        question that names one is about the passages that state exactly it."""
+        term = Query.term_query(self._schema, "body", token)
+        return Query.boost_query(term, IDENTIFIER_BOOST) if is_identifier(token) else term
 
     supports_updates = True
 

@@ -207,6 +207,8 @@ class ScriptedLM:
         for match, response in self.rules:
             if match in prompt if isinstance(match, str) else match(prompt):
                 known = {piece.strip(): prob for piece, prob in reversed(response)}
+                if not response:
+                    known[""] = 1.0  # a model that says nothing here ends its text: it is sure of the end
                 break
         tokens = tuple(
             TokenLogprob(p, math.log(known.get(p.strip(), self.unknown_prob))) for p in self.split(continuation)
