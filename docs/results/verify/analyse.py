@@ -42,13 +42,15 @@ WORLD = Path(__file__).resolve().parents[1] / "world" / "data" / "world"
 COLUMNS = [
     ("n", "n", 0), ("quality", "STR-EM", 3), ("rouge_l", "ROUGE-L", 3),
     ("truth_fact_recall", "fact recall (truth)", 3), ("truth_cited_unsupported", "cited & unsupported (truth)", 3),
-    ("truth_unsupported_share", "unsupported (truth)", 3), ("truth_citation_precision", "citation precision (truth)", 3),
+    ("truth_unsupported_share", "unsupported (truth)", 3), ("truth_unmarked_unsupported", "unsupported, unmarked (truth)", 3),
+    ("truth_citation_precision", "citation precision (truth)", 3),
     ("citation_recall", "citation recall (checker)", 3), ("citation_precision", "citation precision (checker)", 3),
     ("cited_unsupported", "cited & unsupported (checker)", 3), ("shown_unsupported", "unmarked unsupported (checker)", 3),
     ("flagged", "flagged", 3), ("leak", "exemplar leak", 3), ("loop", "looping", 3),
     ("sentences", "sentences", 2), ("lm_calls", "LM calls", 2), ("retrievals", "retrievals", 2), ("p50", "p50 s", 1),
 ]  # fmt: skip
-PAIRED = ("quality", "truth_fact_recall", "truth_cited_unsupported", "cited_unsupported", "unsupported")
+PAIRED = ("quality", "truth_fact_recall", "truth_cited_unsupported", "truth_unmarked_unsupported", "cited_unsupported",
+          "unsupported")
 
 
 def corpus_of(dataset: str) -> dict[str, Passage]:
@@ -85,6 +87,13 @@ def rescore(rec: dict[str, Any], corpus: dict[str, Passage], judge: Judge | None
     if judge is not None:
         verdict = judge.judge(rec["id"], [(text, cited) for text, cited, _, _ in sentences])
         rec["scores"].update({f"truth_{k}": v for k, v in verdict.scores().items() if k in TRUTH})
+        # The promise to the user: a sentence shown without a mark is backed. Share of claim
+        # sentences the truth does not back and the answer does not mark.
+        claims = [(v, flagged) for v, (_, _, flagged, _) in zip(verdict.sentences, sentences, strict=True)
+                  if v.status != "no_claims"]  # fmt: skip
+        rec["scores"]["truth_unmarked_unsupported"] = (
+            sum(1 for v, flagged in claims if not v.supported and not flagged) / len(claims) if claims else None
+        )
 
 
 _VOCABULARY: dict[str, set[str]] = {}
