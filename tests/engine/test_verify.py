@@ -181,9 +181,20 @@ def test_support_trigger_searches_without_the_unbacked_words() -> None:
     flare, tracer = run(script(BAD, GOOD), trigger="support", k=2)
     answer = flare.answer(QUESTION)
     step = tracer.traces[0].steps[1]
-    assert step.draft == BAD.strip() and step.decision == "retrieve" and step.unsupported == ["1999"]
+    assert step.draft == BAD.strip() and step.decision == "retrieve" and step.draft_unsupported == ["1999"]
     assert "1999" not in step.queries[0] and "Miami" in step.queries[0]
     assert answer.retrievals == 2 and answer.sentences[1].text == GOOD.strip()
+    # verify=off: the rewritten sentence is not checked, and the trace does not say it failed.
+    assert step.draft_support == "partial" and step.support == "unchecked" and step.unsupported == []
+    assert not answer.sentences[1].flagged
+
+
+def test_support_trigger_with_verify_checks_the_rewritten_sentence_not_the_draft() -> None:
+    flare, tracer = run(script(BAD, GOOD), trigger="support", k=2, verify="flag")
+    answer = flare.answer(QUESTION)
+    step = tracer.traces[0].steps[1]
+    assert step.draft_support == "partial" and step.support == "supported" and step.unsupported == []
+    assert not answer.sentences[1].flagged and answer.sentences[1].citations
 
 
 def test_support_trigger_keeps_unbacked_common_words_in_its_query() -> None:
@@ -193,7 +204,7 @@ def test_support_trigger_keeps_unbacked_common_words_in_its_query() -> None:
     flare, tracer = run(script(drafted, GOOD), trigger="support", k=2)
     answer = flare.answer(QUESTION)
     step = tracer.traces[0].steps[1]
-    assert step.decision == "retrieve" and "1999" in " ".join(step.unsupported)
+    assert step.decision == "retrieve" and "1999" in " ".join(step.draft_unsupported)
     assert "gardener" in step.queries[0] and "1999" not in step.queries[0]
     assert answer.sentences[1].text == GOOD.strip()
 

@@ -173,6 +173,8 @@ def test_viewer_marks_unsupported_words_and_shows_rejected_sentences(
     second = page.locator("article.step").nth(1)
     assert second.locator("mark.unsupported").inner_text() == "7"
     assert "support-partial" in (second.locator(".support").get_attribute("class") or "")
+    # The support trigger sent the draft to search; the rewrite still said 7, and is marked.
+    assert second.locator(".draft-support").inner_text() == "Its passages did not back the draft (partial: 7)."
     shown = page.inner_text(".answer")
     assert "[?]" in shown and "not found in the passages it was written from" in shown
     ARTIFACTS.mkdir(exist_ok=True)

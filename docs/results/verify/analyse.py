@@ -70,26 +70,31 @@ def rescore(rec: dict[str, Any], corpus: dict[str, Passage], judge: Judge | None
     if rec.get("error") or not trace:
         return
     ids = {s["n"]: s["id"] for s in trace["sources"]}
+    # With verify=off nothing is marked for support: a verdict in such a trace is the support
+    # trigger's on its draft (before commit 'draft_support' recorded it apart).
+    verified = rec["settings"].get("verify", "off") != "off"
     sentences = []
     for step in trace["steps"]:
         if not step.get("sentence"):
             continue
-        flagged = step.get("support") in ("partial", "unsupported") or not step.get("grounded", True)
-        cited = [] if step.get("support") in ("partial", "unsupported") else [ids[n] for n in step["citations"]]
-        sentences.append((step["sentence"], cited, flagged, step.get("support", "unchecked")))
-    used = list(dict.fromkeys(i for _, cited, _, _ in sentences for i in cited))
+        failed = verified and step.get("support") in ("partial", "unsupported")
+        flagged = failed or not step.get("grounded", True)
+        cited = [] if failed else [ids[n] for n in step["citations"]]
+        support = step.get("support", "unchecked") if verified else "unchecked"
+        sentences.append((step["sentence"], cited, flagged, support, step.get("grounded", True)))
+    used = list(dict.fromkeys(i for _, cited, _, _, _ in sentences for i in cited))
     number = {pid: n for n, pid in enumerate(used, start=1)}
     answer = Answer(rec["question"], tuple(
-        Sentence(text, True, tuple(number[i] for i in cited), not flagged or support != "unchecked", support)
-        for text, cited, flagged, support in sentences
+        Sentence(text, True, tuple(number[i] for i in cited), grounded, support)
+        for text, cited, _, support, grounded in sentences
     ), tuple(Citation(number[i], i, corpus[doc_id(i)].title, corpus[doc_id(i)].text) for i in used), "end", "")  # fmt: skip
     rec["scores"].update(citation_scores(answer))
     if judge is not None:
-        verdict = judge.judge(rec["id"], [(text, cited) for text, cited, _, _ in sentences])
+        verdict = judge.judge(rec["id"], [(text, cited) for text, cited, _, _, _ in sentences])
         rec["scores"].update({f"truth_{k}": v for k, v in verdict.scores().items() if k in TRUTH})
         # The promise to the user: a sentence shown without a mark is backed. Share of claim
         # sentences the truth does not back and the answer does not mark.
-        claims = [(v, flagged) for v, (_, _, flagged, _) in zip(verdict.sentences, sentences, strict=True)
+        claims = [(v, flagged) for v, (_, _, flagged, _, _) in zip(verdict.sentences, sentences, strict=True)
                   if v.status != "no_claims"]  # fmt: skip
         rec["scores"]["truth_unmarked_unsupported"] = (
             sum(1 for v, flagged in claims if not v.supported and not flagged) / len(claims) if claims else None

@@ -82,6 +82,7 @@ class FlareDirect:
             if support.passes:
                 rec.decision = "accept"
                 return Commit(piece, base, support=support)
+            rec.draft_rejected()
             guesses = " ".join(claim for claim, kind, found, _ in support.details if kind != "word" and not found)
             unbacked = frozenset(content_words(guesses))
         else:

@@ -59,11 +59,21 @@ class StepRecord:
     claims: list[tuple[str, str, bool, float | None]] = field(default_factory=list)  # text, kind, found, lift
     evidence: list[str] = field(default_factory=list)  # ids of the passages the sentence was checked against
     verify: str = ""
+    # trigger=support: the checker's verdict on a draft it sent to search (the fields above then
+    # describe the rewritten sentence, "unchecked" with verify=off).
+    draft_support: str = ""
+    draft_unsupported: list[str] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)  # sentences dropped before acceptance
     timings: dict[str, float] = field(default_factory=dict)  # draft, retrieve, regenerate, questions
     lm_calls: int = 0
     lm_tokens_evaluated: int = 0  # prompt tokens actually evaluated + generated tokens
     output_tokens: int = 0
+
+    def draft_rejected(self) -> None:
+        """The checked draft is not the sentence: keep its verdict as the draft's, clear the rest."""
+        self.draft_support, self.draft_unsupported = self.support, self.unsupported
+        self.support, self.unsupported, self.coverage, self.lift = "unchecked", [], None, None
+        self.leaked, self.claims, self.evidence = [], [], []
 
 
 @dataclass(slots=True)

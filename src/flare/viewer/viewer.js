@@ -135,6 +135,11 @@
     card.append(head);
 
     card.append(el("h3", null, "Draft"), renderDraft(step));
+    if (step.draft_support) {  // trigger=support: why the draft was sent to search
+      const unbacked = (step.draft_unsupported || []).join(", ");
+      card.append(el("p", "muted draft-support",
+        `Its passages did not back the draft (${step.draft_support}${unbacked ? ": " + unbacked : ""}).`));
+    }
 
     if ((step.queries || []).length) {
       card.append(el("h3", null, "Queries"));
