@@ -182,7 +182,12 @@ def plot(records: list[dict[str, Any]], out: Path) -> None:
     fig, axes = plt.subplots(1, len(datasets), figsize=(6 * len(datasets), 4.5), squeeze=False)
     for ax, ds in zip(axes[0], datasets, strict=True):
         world = ds == "world"
-        xk, yk = ("truth_cited_unsupported", "truth_fact_recall") if world else ("cited_unsupported", "quality")
+        # World: what the truth does not back and the answer shows unmarked, against fact recall.
+        # ASQA has no truth: the checker's own unmarked share (by construction ~0 with verify on).
+        xk, yk = ("truth_unmarked_unsupported", "truth_fact_recall") if world else ("shown_unsupported", "quality")
+        labels = {"truth_unmarked_unsupported": "unsupported in truth, shown unmarked",
+                  "truth_fact_recall": "fact recall (truth)", "shown_unsupported": "unsupported by the checker, unmarked",
+                  "quality": "STR-EM"}  # fmt: skip
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in records:
             if r["dataset"] == ds:
@@ -191,7 +196,8 @@ def plot(records: list[dict[str, Any]], out: Path) -> None:
             x, y = mean(_value(r, xk) for r in rs), mean(_value(r, yk) for r in rs)
             ax.scatter(x, y)
             ax.annotate(method, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
-        ax.set(title=ds, xlabel=xk.replace("_", " "), ylabel=yk.replace("_", " "))
+        ax.set(title=ds, xlabel=labels[xk], ylabel=labels[yk])
+        ax.margins(0.25)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
 
