@@ -209,6 +209,22 @@ def test_support_trigger_keeps_unbacked_common_words_in_its_query() -> None:
     assert answer.sentences[1].text == GOOD.strip()
 
 
+def test_the_sentence_after_a_restatement_is_checked_afresh() -> None:
+    # The support trigger accepts a draft that only restates the question (its passages back its
+    # words); the model's next sentence replaces it and must be checked itself, not pass on the
+    # restatement's verdict.
+    echo = " Was the founder of Versace Gianni Versace?"  # a question answers nothing
+    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("1999."), [])])
+    lm.add(lambda p: _tail(p).rstrip().endswith("Versace?"), says(BAD))
+    lm.add(lambda p: has_docs(p) and _tail(p).strip() == FIRST.strip(), says(echo))
+    lm.add(lambda p: has_docs(p) and not _tail(p).strip(), says(FIRST))
+    flare, tracer = run(lm, trigger="support", verify="flag")
+    answer = flare.answer(QUESTION)
+    step = tracer.traces[0].steps[1]
+    assert step.decision == "accept" and step.rejected == [echo.strip()] and step.sentence == BAD.strip()
+    assert step.support == "partial" and step.unsupported == ["1999"] and answer.sentences[1].flagged
+
+
 class QuestionOnly(MemoryRetriever):
     """Finds passages for the question itself and for nothing else."""
 

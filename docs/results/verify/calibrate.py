@@ -29,7 +29,7 @@ from flare.evaluate.harness import read_results
 from flare.evaluate.world import load_world
 from flare.evaluate.world_truth import Judge
 from flare.types import Passage
-from flare.verify.support import Thresholds, check, decide
+from flare.verify.support import Thresholds, check, claims, decide
 
 SUPPORTED = (0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0)
 LIFTS = (math.inf, 1.0, 2.0, 3.0, 4.0)  # inf: the lexical signal alone
@@ -65,10 +65,12 @@ def cases(world_dir: Path, paths: list[Path], split: str | None) -> list[Case]:
                 if sv.status == "no_claims" or not step.get("evidence"):
                     continue
                 passages = [corpus[i] for i in step["evidence"] if i in corpus]
-                lifts = [c[3] for c in step.get("claims", [])]
+                lifts: list[float | None] | None = [c[3] for c in step.get("claims", [])]
+                if not any(x is not None for x in lifts or []) or len(lifts or []) != len(claims(step["sentence"])):
+                    lifts = None  # no lift recorded, or claims recorded for another sentence (a bug fixed in 2026-12)
                 for co, rel in itertools.product((True, False), repeat=2):
                     th = Thresholds(colocate=co, relation=rel)
-                    support = check(step["sentence"], passages, lift=lifts or None, context=context[:-1], thresholds=th)
+                    support = check(step["sentence"], passages, lift=lifts, context=context[:-1], thresholds=th)
                     if support.details:
                         out.append(Case(step["sentence"], sv.status, support.details, co, rel))
     return out

@@ -98,7 +98,7 @@ def retry_restated(ctx: StepContext, commit: Commit) -> Commit | None:
             ctx.record.timings["restated"] = round(time.perf_counter() - t0, 4)
             if nxt.text and not restates(nxt.text, question) and fold(nxt.text) != fold(piece.text):
                 ctx.record.rejected.append(piece.text)
-                return replace(commit, piece=nxt)
+                return replace(commit, piece=nxt, support=None)  # a new sentence: checked afresh
     ctx.record.rejected.append(piece.text)
     if ctx.run.sentences:
         return None
