@@ -9,7 +9,8 @@ own precision and recall against the truth are scored on the sentences of the ve
 
 Usage::
 
-    python docs/results/verify/analyse.py --reference flare:repeat_ngram=0 --out DIR RESULTS.jsonl [...]
+    python docs/results/verify/analyse.py --reference LABEL --out DIR RESULTS.jsonl [...] \
+        [--shipped RESULTS.jsonl ...]   # runs of other code: their labels get the prefix "shipped:"
 """
 
 from __future__ import annotations
@@ -208,9 +209,11 @@ def main() -> None:
     ap.add_argument("--reference", required=True, help="the method label every method is paired with")
     ap.add_argument("--checker-run", default="flare:verify=flag", help="world method whose sentences score the checker")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--shipped", type=Path, nargs="*", default=[], help="results of other code, labelled 'shipped:'")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     records = [r for p in args.results for r in read_results(p)]
+    records += [{**r, "method": f"shipped:{r['method']}"} for p in args.shipped for r in read_results(p)]
     corpora: dict[str, dict[str, Passage]] = {}
     judge = Judge(load_world(WORLD))
     for r in records:

@@ -6,6 +6,9 @@
 #   bash docs/results/verify/reproduce.sh test     # held-out runs
 #   bash docs/results/verify/reproduce.sh report   # calibration table and analysis from the JSONL
 #
+# The committed held-out lanes test/*-core and test/*-modes were run with the code at commit b5e09b6
+# (check it out to rerun them exactly); test/*-main with the shipped code (see PROTOCOL.md).
+#
 # Resumable: every lane appends finished answers to its own results.jsonl and a rerun skips them.
 # Lanes run two at a time (one llama.cpp thread each); LANES=1 runs them one after the other.
 set -euo pipefail
@@ -58,6 +61,9 @@ MODES=(--method flare:trigger=support,verify=off --method $MIN,verify=flag --met
 test_world_1() { ev --dataset $WORLD --offset 40 --limit 120 "${BASELINES[@]}" --out $OUT/test/world-core; }
 test_asqa_1() { ev --dataset asqa --offset 100 --limit 300 "${BASELINES[@]}" --out $OUT/test/asqa-core; }
 test_world_2() { ev --dataset $WORLD --offset 40 --limit 120 "${MODES[@]}" --out $OUT/test/world-modes; }
+# The default as shipped (after the post-hoc changes of PROTOCOL.md), on the same questions.
+test_world_shipped() { ev --dataset $WORLD --offset 40 --limit 120 --method "$DEFAULT" --out $OUT/test/world-main; }
+test_asqa_shipped() { ev --dataset asqa --offset 100 --limit 300 --method "$DEFAULT" --out $OUT/test/asqa-main; }
 test_asqa_2() { ev --dataset asqa --offset 100 --limit 300 "${MODES[@]}" --out $OUT/test/asqa-modes; }
 
 # The committed development runs name today's default `flare` (the defaults then: trigger=min,
@@ -71,15 +77,17 @@ report() {
     --asqa-today $OUT/dev/asqa-today/results.jsonl --world $OUT/dev/world-min/results.jsonl \
     $OUT/dev/world-sup/results.jsonl --asqa $OUT/dev/asqa-min/results.jsonl $OUT/dev/asqa-sup/results.jsonl \
     > $OUT/dev/selection.md
-  "$PY" $OUT/analyse.py --reference "$TODAY" --out $OUT/test --checker-run "$MIN,verify=flag" \
-    $OUT/test/*/results.jsonl > /dev/null
+  "$PY" $OUT/analyse.py --reference "$TODAY" --out $OUT/test --checker-run "$DEFAULT" \
+    $OUT/test/{world,asqa}-{core,modes}/results.jsonl > /dev/null
+  "$PY" $OUT/analyse.py --reference "$TODAY" --out $OUT/test/shipped --checker-run "shipped:$DEFAULT" \
+    $OUT/test/{world,asqa}-core/results.jsonl --shipped $OUT/test/{world,asqa}-main/results.jsonl > /dev/null
 }
 
 case "${1:-all}" in
   dev) lanes dev_cal dev_world_min dev_world_sup dev_world_today dev_asqa_min dev_asqa_sup dev_asqa_today ;;
-  test) lanes test_world_1 test_asqa_1 test_world_2 test_asqa_2 ;;
+  test) lanes test_world_1 test_asqa_1 test_world_2 test_asqa_2 test_world_shipped test_asqa_shipped ;;
   report) report ;;
   all) lanes dev_cal dev_world_min dev_world_sup dev_world_today dev_asqa_min dev_asqa_sup dev_asqa_today
-       lanes test_world_1 test_asqa_1 test_world_2 test_asqa_2; report ;;
+       lanes test_world_1 test_asqa_1 test_world_2 test_asqa_2 test_world_shipped test_asqa_shipped; report ;;
   *) echo "usage: $0 [dev|test|report|all]" >&2; exit 2 ;;
 esac
