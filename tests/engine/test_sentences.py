@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flare.engine.sentences import ends_sentence, first_sentence_end, is_chinese, split_sentences
+from flare.engine.sentences import ends_sentence, first_sentence_end, split_sentences
+from flare.text import language_of
 
 
 @pytest.mark.parametrize(
@@ -36,7 +37,7 @@ def test_partial_text_waits_for_what_follows_a_period() -> None:
     assert not ends_sentence("  ")
 
 
-def test_is_chinese() -> None:
-    assert is_chinese("北风实验室的差旅费用多久报销？")
-    assert not is_chinese("How long does it take?")
-    assert not is_chinese("1234")
+def test_language_of() -> None:
+    assert language_of("北风实验室的差旅费用多久报销？") == "zh"
+    assert language_of("How long does it take?") != "zh"
+    assert language_of("1234") != "zh"

@@ -44,7 +44,6 @@ class Labels:
 
 
 EN = Labels("Search results:", "Question: ", "Answer:")
-ZH = Labels("检索结果：", "问题：", "回答：")
 EN_MARKED = replace(EN, example="--- Example {n} (made up) ---", live="--- The user's question ---")
 # The Chinese template keeps the paper's English labels: with Chinese labels Gemma-3-270m echoed the
 # question more and stated fewer facts (dev questions of benchmarks/qinglan-zh, first line of a
@@ -58,7 +57,6 @@ INSTRUCTIONS = {
     "zh": "请只根据检索结果，用几句简短的中文回答问题：直接写出具体的数字、日期、名称和条件，不要复述问题，也不要照抄"
     "整段资料。示例都是虚构的。检索结果中没有的内容，就回答：文档中没有给出答案。",
 }
-INSTRUCTION = INSTRUCTIONS["en"]
 
 NOT_KNOWN = {"en": "The documents do not say.", "zh": "文档中没有给出答案。"}
 """What an answer says when the documents do not give it (C3), per language."""

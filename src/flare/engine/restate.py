@@ -77,7 +77,8 @@ def text_is_question(sentence: str) -> bool:
 
 
 def _number_word(word: str) -> bool:
-    return bool(numbers(word)) and numbers(word)[0].text == word
+    found = numbers(word)
+    return bool(found) and found[0].text == word
 
 
 def retry_restated(ctx: StepContext, commit: Commit) -> Commit | None:

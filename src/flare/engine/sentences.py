@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from flare.text import HAN_RE, language_of, word_spans
+from flare.text import HAN_RE, word_spans
 
 if TYPE_CHECKING:
     from flare.config import Settings
@@ -131,11 +131,6 @@ def _is_initial(text: str, i: int) -> bool:
     if text[i] != "." or i == 0 or not text[i - 1].isupper():
         return False
     return i == 1 or not text[i - 2].isalpha()
-
-
-def is_chinese(text: str) -> bool:
-    """True when a third or more of the letters in ``text`` are CJK ideographs."""
-    return language_of(text) == "zh"
 
 
 # -- the look-ahead cap ------------------------------------------------------------------------
