@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -188,6 +189,18 @@ def numbers(text: str) -> list[Number]:
         if value is not None:
             out.append(Number(value, m.start(), m.end(), text[m.start() : m.end()]))
     return out
+
+
+
+@functools.lru_cache(maxsize=4096)
+def whole_number(text: str) -> float | None:
+    """The value of ``text`` when it is exactly one number in any form, else None.
+
+    >>> whole_number("二〇二六"), whole_number("ten"), whole_number("10 days")
+    (2026.0, 10.0, None)
+    """
+    found = numbers(text)
+    return found[0].value if found and found[0].text == text else None
 
 
 def _english_value(phrase: str) -> float | None:

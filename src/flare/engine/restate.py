@@ -29,7 +29,7 @@ from flare.engine.baselines import FOLLOW_UP
 from flare.engine.prompts import NOT_KNOWN
 from flare.engine.sentences import ends_sentence, lookahead_tokens
 from flare.engine.step import Commit, Piece, StepContext, first_piece
-from flare.text import HAN_RE, content_words, fold, join_words, numbers
+from flare.text import HAN_RE, content_words, fold, join_words, numbers, whole_number
 
 GENERIC = frozenset(
     [
@@ -64,7 +64,7 @@ def restates(sentence: str, question: str) -> bool:
     for w in content_words(sentence):
         if w in q_words or (HAN_RE.match(w[0]) and all(c in q_han for c in w)):
             shared = True  # "报销流程" when the question says "报销" and "流程": jieba cut them differently
-        elif w not in GENERIC and not _number_word(w):
+        elif w not in GENERIC and whole_number(w) is None:
             return False
     return shared
 
@@ -74,11 +74,6 @@ def text_is_question(sentence: str) -> bool:
     questions that self-ask decomposition writes on purpose."""
     text = sentence.strip().rstrip("\"'”’」』）)")
     return text.endswith(("?", "？")) and not text.startswith(FOLLOW_UP)
-
-
-def _number_word(word: str) -> bool:
-    found = numbers(word)
-    return bool(found) and found[0].text == word
 
 
 def retry_restated(ctx: StepContext, commit: Commit) -> Commit | None:

@@ -85,13 +85,9 @@ class Dataset:
 
     def metadata(self) -> dict[str, dict[str, Any]]:
         """Each corpus document's metadata by id, read from the corpus file itself (not the index)."""
-        out: dict[str, dict[str, Any]] = {}
-        with self.corpus_path.open(encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    row = json.loads(line)
-                    out[str(row["id"])] = dict(row.get("meta") or {})
-        return out
+        from flare.retrieve.corpus import read_documents
+
+        return {d.id: dict(d.meta) for d in read_documents(self.corpus_path)}
 
     def fingerprint(self) -> str:
         """Short hash of the corpus file's path, size and modification time, and the analyzer."""

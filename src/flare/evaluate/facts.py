@@ -53,20 +53,25 @@ def normalise(text: str) -> str:
 
 def fact_in(fact: str, text: str) -> bool:
     """Does ``text`` state ``fact`` (after normalisation of both)?"""
-    wanted = normalise(fact)
-    return bool(wanted) and wanted in normalise(text)
+    return _stated([fact], normalise(text))
 
 
 def found(forms: Iterable[str], text: str) -> bool:
     """Does ``text`` state the fact in any of its acceptable ``forms``?"""
-    return any(fact_in(f, text) for f in forms)
+    return _stated(forms, normalise(text))
 
 
 def fact_recall(answer: str, facts: Sequence[Sequence[str]]) -> float:
     """The share of ``facts`` (each a list of forms) that ``answer`` states; 1.0 when there are none."""
     if not facts:
         return 1.0
-    return sum(1 for forms in facts if found(forms, answer)) / len(facts)
+    norm = normalise(answer)
+    return sum(1 for forms in facts if _stated(forms, norm)) / len(facts)
+
+
+def _stated(forms: Iterable[str], normalised_text: str) -> bool:
+    """Is any of ``forms`` in the (already normalised) text?"""
+    return any((wanted := normalise(f)) and wanted in normalised_text for f in forms)
 
 
 def score_facts(answer: str, extra: Mapping[str, Any]) -> dict[str, float | None]:
@@ -76,14 +81,14 @@ def score_facts(answer: str, extra: Mapping[str, Any]) -> dict[str, float | None
     has no recall: its quality is None, so means and pairings leave it out, while ``secret``
     still says whether the answer gave the secret away.
     """
-    facts = _forms(extra.get("facts"))
-    recall = fact_recall(answer, facts) if facts else None
+    facts, norm = _forms(extra.get("facts")), normalise(answer)
+    recall = sum(1 for forms in facts if _stated(forms, norm)) / len(facts) if facts else None
     return {
         "quality": recall,
         "fact_recall": recall,
         "all_facts": None if recall is None else float(recall == 1.0),
-        "stale": float(any(found(forms, answer) for forms in _forms(extra.get("stale")))),
-        "secret": float(any(found(forms, answer) for forms in _forms(extra.get("secret")))),
+        "stale": float(any(_stated(forms, norm) for forms in _forms(extra.get("stale")))),
+        "secret": float(any(_stated(forms, norm) for forms in _forms(extra.get("secret")))),
     }
 
 

@@ -211,7 +211,7 @@ def run_eval(
             # Fact questions (asked under filters, in any language) are answered with flare's own
             # prompts, which follow each question's language, as `flare ask` answers them.
             if job.task == "facts":
-                template = PromptTemplate.plain().adapted(layout=chosen, style=style)
+                template = PromptTemplate.default(chosen, style=style)
             else:
                 template = template_for(job.dataset, layout=chosen, style=style)
             engine = Flare(lm, job.retriever, settings, template=template)
@@ -241,7 +241,8 @@ def answer_one(
     forced: str | None = None
     forced_seconds = 0.0
     try:
-        answer = engine.answer(ex.question, filters=question_filters(ex))
+        filters = question_filters(ex)
+        answer = engine.answer(ex.question, filters=filters)
         seconds = round(time.perf_counter() - t0, 3)
         if force and job.task in ("short", "yesno") and not extract_answer(answer.text)[1]:
             forced = force_answer(engine, ex.question, answer.text)
@@ -261,7 +262,8 @@ def answer_one(
     scores = score(job.task, ex, answer.text, forced=forced)
     if job.metadata is not None:
         cited = [doc_id(c.passage_id) for c in answer.sources]
-        outside = sorted(i for i in {*retrieved_ids, *cited} if not _allowed(job.metadata, i, ex))
+        meta = job.metadata
+        outside = sorted(i for i in {*retrieved_ids, *cited} if (m := meta.get(i)) is None or not filters.matches(m))
         rec["outside_filters"] = outside
         scores["leak"] = float(bool(outside) or bool(scores.get("secret")))
     rec.update(
@@ -284,11 +286,6 @@ def answer_one(
 def question_filters(ex: Example) -> Filters:
     """The trusted filters a question is asked under (``filters`` in its record; none by default)."""
     return Filters.parse(ex.extra.get("filters") or [])
-
-
-def _allowed(metadata: Mapping[str, Mapping[str, Any]], passage: str, ex: Example) -> bool:
-    meta = metadata.get(passage)
-    return meta is not None and question_filters(ex).matches(meta)
 
 
 def _has_gold(task: Task, ex: Example, sentence: str) -> bool | None:

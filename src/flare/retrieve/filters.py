@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from flare.errors import FilterError, UnknownFieldError
-from flare.text import numbers
+from flare.text import whole_number
 
 Op = Literal["eq", "gte", "gt", "lte", "lt"]
 Scalar = str | int | float | bool
@@ -84,8 +84,7 @@ def _written_number(raw: str) -> float | None:
     core = raw[:-1] if raw[-1:] in ("年", "月", "日", "号") else raw
     if not core or len(core) > 12:
         return None
-    found = numbers(core)
-    return found[0].value if len(found) == 1 and found[0].text == core else None
+    return whole_number(core)
 
 
 def split_expression(expr: str) -> tuple[str, str, str] | None:
