@@ -152,8 +152,8 @@ def serve(
     load = getattr(lm, "load", None)
     if callable(load):
         load()
-    store = open_trace_store(trace_store or f"sqlite:{default_trace_path()}", max_traces=max_traces,
-                             max_age_days=trace_days)  # fmt: skip
+    store = open_trace_store(trace_store or f"sqlite:{default_trace_path()}", max_traces=limits.max_traces,
+                             max_age_days=limits.max_trace_age_days)  # fmt: skip
     tracer = JsonlTracer(trace_path) if trace_path else None
     engine = Flare(lm, retriever, settings, tracer=tracer)
 

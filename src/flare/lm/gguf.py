@@ -16,11 +16,21 @@ from pathlib import Path
 from typing import BinaryIO
 
 from flare.errors import ModelError
+from flare.lm.registry import MODEL_HINT
 
-__all__ = ["read_metadata_string"]
+__all__ = ["check_model_file", "read_metadata_string"]
 
 _STRING, _ARRAY = 8, 9
 _SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}  # fixed-size value types
+
+
+def check_model_file(path: Path) -> None:
+    """A one-line :class:`ModelError` unless ``path`` is a file that starts like a GGUF model."""
+    if not path.is_file():
+        raise ModelError(f"model file not found: {path}", hint=MODEL_HINT)
+    with path.open("rb") as f:
+        if f.read(4) != b"GGUF":
+            raise ModelError(f"{path} is not a GGUF model file", hint=MODEL_HINT)
 
 
 def read_metadata_string(path: str | Path, key: str) -> str | None:

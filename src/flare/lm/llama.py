@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 from flare.errors import ConfigError, ModelError
 from flare.lm.base import StopWhen
+from flare.lm.gguf import check_model_file
 from flare.lm.registry import MODEL_HINT, default_model_path, gemma3_model_path
 from flare.lm.stops import cut_at_stop
 from flare.types import Completion, FinishReason, TokenLogprob
@@ -409,11 +410,7 @@ class LlamaCppModel:
         if self._C is not None:
             return self._C
         path = self.model_path
-        if not path.is_file():
-            raise ModelError(f"model file not found: {path}", hint=MODEL_HINT)
-        with path.open("rb") as f:
-            if f.read(4) != b"GGUF":
-                raise ModelError(f"{path} is not a GGUF model file", hint=MODEL_HINT)
+        check_model_file(path)
         C = _import_llama_cpp(self.verbose)
         params = C.llama_model_default_params()
         params.use_extra_bufts = self.extra_buffers

@@ -35,9 +35,8 @@ from typing import Any
 
 from flare.errors import ConfigError, ModelError
 from flare.lm.base import StopWhen
-from flare.lm.gguf import read_metadata_string
+from flare.lm.gguf import check_model_file, read_metadata_string
 from flare.lm.openai_http import DEFAULT_EXTRA, OpenAIHTTPModel
-from flare.lm.registry import MODEL_HINT
 from flare.types import Completion
 
 __all__ = ["INSTALL_HINT", "LlamaServerModel"]
@@ -145,11 +144,7 @@ class LlamaServerModel:
 
     def _start(self) -> OpenAIHTTPModel:
         path = self.model_path
-        if not path.is_file():
-            raise ModelError(f"model file not found: {path}", hint=MODEL_HINT)
-        with path.open("rb") as f:
-            if f.read(4) != b"GGUF":
-                raise ModelError(f"{path} is not a GGUF model file", hint=MODEL_HINT)
+        check_model_file(path)
         try:
             import xllamacpp
         except ImportError as err:

@@ -265,8 +265,8 @@ class OpenAIHTTPModel:
         usage = answer.get("usage")
         timings = answer.get("timings")  # llama.cpp reports evaluated prompt tokens here
         usage = dict(usage) if isinstance(usage, dict) else {}
-        if isinstance(timings, dict) and isinstance(timings.get("prompt_n"), int):
-            usage["_evaluated"] = timings["prompt_n"]
+        if (evaluated := _evaluated(timings)) is not None:
+            usage["_evaluated"] = evaluated
         return first_choice(answer), usage
 
     def _complete_streamed(
@@ -305,9 +305,8 @@ class OpenAIHTTPModel:
         for chunk in events:
             received = True
             timings = chunk.get("timings")
-            if not usage and isinstance(timings, dict) and isinstance(timings.get("prompt_n"), int):
-                cached = int(timings.get("cache_n") or 0)
-                usage = {"prompt_tokens": cached + timings["prompt_n"], "_evaluated": timings["prompt_n"]}
+            if not usage and isinstance(timings, dict) and (evaluated := _evaluated(timings)) is not None:
+                usage = {"prompt_tokens": int(timings.get("cache_n") or 0) + evaluated, "_evaluated": evaluated}
             choice = first_choice(chunk)
             part = str(choice.get("text") or "")
             raw = streamed_tokens(choice.get("logprobs"))
@@ -506,3 +505,10 @@ def _sse(response: httpx.Response) -> Iterator[dict[str, Any]]:
             raise ModelError(f"the server streamed an error: {event['error']}", SERVER_HINT)
         if isinstance(event, dict):
             yield event
+
+
+def _evaluated(timings: object) -> int | None:
+    """The prompt tokens llama.cpp evaluated (not taken from its cache), from its ``timings``."""
+    if isinstance(timings, dict) and isinstance(timings.get("prompt_n"), int):
+        return int(timings["prompt_n"])
+    return None

@@ -59,13 +59,7 @@ def pieces_of(choice: Mapping[str, Any], text: str, want: bool) -> tuple[list[Pi
                          "use a server that returns them (llama.cpp, vLLM)")  # fmt: skip
     content = lp.get("content")
     if isinstance(content, list):  # llama.cpp's newer format: per token id, token, bytes
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        raw = []
-        for entry in content:
-            data = entry.get("bytes")
-            piece = decoder.decode(bytes(data)) if data is not None else str(entry.get("token"))
-            raw.append((piece, float(entry["logprob"])))
-        return _cut(merge_pieces(raw), text)
+        return _cut(merge_pieces(_content_tokens(content)), text)
     tokens = [str(t) for t in lp.get("tokens") or []]
     logprobs = [float(x) if x is not None else 0.0 for x in lp.get("token_logprobs") or []]
     offsets = lp.get("text_offset") or []
@@ -89,20 +83,14 @@ def streamed_tokens(logprobs: object) -> list[tuple[str, float]]:
     """``(token text, logprob)`` of one streamed chunk, from either format.
 
     llama.cpp's server streams ``content`` entries with each token's ``bytes`` (decoded here; a
-    character split over chunks decodes to "" and the caller falls back to a plain request),
+    character split over chunks decodes to "", and the caller keeps such tokens until text comes),
     llama_cpp.server and vLLM stream ``tokens`` with ``token_logprobs``.
     """
     if not isinstance(logprobs, dict):
         return []
     content = logprobs.get("content")
     if isinstance(content, list):
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        out = []
-        for entry in content:
-            data = entry.get("bytes")
-            text = decoder.decode(bytes(data)) if data is not None else str(entry.get("token") or "")
-            out.append((text, float(entry["logprob"])))
-        return out
+        return _content_tokens(content)
     tokens = [str(t) for t in logprobs.get("tokens") or []]
     values = [float(x) for x in logprobs.get("token_logprobs") or [] if x is not None]
     return list(zip(tokens, values, strict=False)) if len(tokens) == len(values) else [("", v) for v in values]
@@ -201,3 +189,10 @@ def first_choice(answer: Mapping[str, Any]) -> dict[str, Any]:
 
 def finish_reason(reason: object) -> FinishReason:
     return "length" if reason == "length" else "stop"
+
+
+def _content_tokens(content: list[Any]) -> list[tuple[str, float]]:
+    """``(text, logprob)`` of llama.cpp's ``content`` entries, their ``bytes`` decoded as UTF-8."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    return [(decoder.decode(bytes(e["bytes"])) if e.get("bytes") is not None else str(e.get("token") or ""),
+             float(e["logprob"])) for e in content]  # fmt: skip

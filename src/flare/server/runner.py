@@ -246,15 +246,14 @@ class Run:
             template=base.template,
             tracer=self.capture,
         )
-        outcome, answer, final = "cancelled", None, None
+        outcome, final = "cancelled", None
         events = engine.stream(self.question, filters=self.filters)
         try:
             for event in events:
                 if self.cancelled.is_set():
                     break
                 if isinstance(event, Finished):
-                    answer, final = event.answer, event
-                    outcome = "finished"
+                    final, outcome = event, "finished"
                     self._record(event)
                     break  # the last event: it goes out once the run has really ended (below)
                 self._push(event)
@@ -280,7 +279,8 @@ class Run:
                 "principal": self.principal.name,
                 "seconds": round(time.perf_counter() - self.started, 4),
             }
-            if answer is not None:
+            if final is not None:
+                answer = final.answer
                 fields.update(
                     trace_id=answer.trace_id,
                     stop_reason=answer.stop_reason,
