@@ -5,21 +5,19 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 
 from flare.engine.prompts import PromptTemplate
 from flare.lm.base import StopWhen
 from flare.server import KeyStore
 from flare.testing.scripted import ScriptedLM
+from flare.testing.threaded import ThreadedServer
 from flare.types import Completion, FinishReason, TokenLogprob
 
 STAFF_KEY = "sk-staff-0123456789abcdef"
@@ -77,30 +75,15 @@ def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-class LiveServer:
+class LiveServer(ThreadedServer):
     """Runs an app with uvicorn on 127.0.0.1 and a free port, in a thread."""
 
     def __init__(self, app: Starlette) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                lifespan="on", access_log=False)  # fmt: skip
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.url = ""
+        super().__init__(app, name="test server")
 
-    def __enter__(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the test server did not start")
-            time.sleep(0.02)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
+    @property
+    def url(self) -> str:
+        return self.root
 
     def client(self, key: str | None = None, timeout: float = 120.0) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers=auth(key) if key else {}, timeout=timeout)

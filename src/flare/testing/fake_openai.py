@@ -30,10 +30,7 @@ import asyncio
 import json
 import math
 import re
-import threading
-import time
 from collections.abc import AsyncIterator
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -44,6 +41,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from flare.testing.scripted import ScriptedLM
+from flare.testing.threaded import ThreadedServer
 
 __all__ = ["SENTENCES", "FakeOpenAIServer", "create_fake_app", "reply"]
 
@@ -159,45 +157,20 @@ def _event(data: dict[str, Any]) -> bytes:
     return f"data: {json.dumps(data)}\n\n".encode()
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(ThreadedServer):
     """Runs :func:`create_fake_app` with uvicorn on 127.0.0.1 in a thread; ``url`` ends in ``/v1``."""
 
     def __init__(self, token_delay: float = 0.02, *, port: int = 0, model: str = "fake") -> None:
-        config = uvicorn.Config(create_fake_app(token_delay, model), host="127.0.0.1", port=port,
-                                log_level="warning", access_log=False, lifespan="off")  # fmt: skip
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="fake-openai", daemon=True)
-        self.root = ""
+        super().__init__(create_fake_app(token_delay, model), port=port, lifespan="off", name="fake OpenAI server")
 
     @property
     def url(self) -> str:
         return f"{self.root}/v1"
 
-    def start(self) -> FakeOpenAIServer:
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the fake OpenAI server did not start")
-            time.sleep(0.01)
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        self.root = f"http://127.0.0.1:{port}"
-        return self
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-
     def stats(self) -> dict[str, int]:
         """The server's counters (see the module docstring)."""
         data: dict[str, int] = httpx.get(f"{self.root}/stats", timeout=10).json()
         return data
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
-        self.stop()
 
 
 def main() -> None:
