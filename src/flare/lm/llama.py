@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import codecs
 import ctypes
+import importlib.util
 import logging
 import os
 import threading
@@ -35,7 +36,6 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -43,12 +43,16 @@ import numpy.typing as npt
 
 from flare.errors import ConfigError, ModelError
 from flare.lm.base import StopWhen
+from flare.lm.capi import open_library
 from flare.lm.gguf import check_model_file
 from flare.lm.registry import MODEL_HINT, default_model_path, gemma3_model_path
 from flare.lm.stops import cut_at_stop
 from flare.types import Completion, FinishReason, TokenLogprob
 
-__all__ = ["MODEL_HINT", "LlamaCppModel", "LlamaStats", "cut_at_stop", "default_model_path", "gemma3_model_path"]
+__all__ = [
+    "LIBRARIES", "MODEL_HINT", "LlamaCppModel", "LlamaStats", "cut_at_stop", "default_model_path",
+    "gemma3_model_path", "open_llama_library",
+]  # fmt: skip
 
 # Smallest prompt batch: below it llama.cpp uses kernels that round differently (see above).
 _MIN_CHUNK = 8
@@ -89,7 +93,8 @@ class LlamaCppModel:
     only for prompts rendered from :attr:`chat_template`, since documents could otherwise inject
     ``extra_buffers`` enables llama.cpp's weight repacking (AMX/AVX kernels); it is off because
     the AMX path dies with SIGILL on hosts that advertise AMX but do not grant it (as in some
-    sandboxes).
+    sandboxes). ``library`` picks the llama.cpp build (:func:`open_llama_library`): the binary
+    ``xllamacpp`` wheel by default, a compiled llama-cpp-python when installed.
 
     Not thread-safe across calls by design of llama.cpp contexts; calls are serialised by a lock.
     """
@@ -110,6 +115,7 @@ class LlamaCppModel:
         name: str | None = None,
         special_tokens: bool = False,
         extra_buffers: bool = False,
+        library: str | None = None,
     ) -> None:
         if n_ctx < 8:
             raise ConfigError(f"n_ctx must be at least 8, got {n_ctx}", hint="use e.g. 4096")
@@ -124,9 +130,10 @@ class LlamaCppModel:
         self.verbose = verbose
         self.special_tokens = special_tokens
         self.extra_buffers = extra_buffers
+        self.library = library
         self.stats = LlamaStats()
         self._lock = threading.RLock()
-        self._C: ModuleType | None = None
+        self._C: Any = None
         self._model: Any = None
         self._vocab: Any = None
         self._n_vocab = 0
@@ -406,12 +413,12 @@ class LlamaCppModel:
 
     # -- loading -----------------------------------------------------------------------------------
 
-    def _load(self) -> ModuleType:
+    def _load(self) -> Any:
         if self._C is not None:
             return self._C
         path = self.model_path
         check_model_file(path)
-        C = _import_llama_cpp(self.verbose)
+        C = open_llama_library(self.library, verbose=self.verbose)
         params = C.llama_model_default_params()
         params.use_extra_bufts = self.extra_buffers
         model = C.llama_model_load_from_file(str(path).encode("utf-8"), params)
@@ -509,22 +516,38 @@ def _resolve_threads(n_threads: int | None) -> int:
     return n_threads
 
 
-def _import_llama_cpp(verbose: bool) -> ModuleType:
+LIBRARIES = ("auto", "xllamacpp", "native")
+
+
+def open_llama_library(library: str | None = None, *, verbose: bool = False) -> Any:
+    """llama.cpp's C API: ``"xllamacpp"`` (the binary wheel flare depends on, through
+    :mod:`flare.lm.capi`), ``"native"`` (a locally compiled llama-cpp-python, the ``native``
+    extra), or ``"auto"`` (the default, or ``$FLARE_LLAMA_LIB``): native when installed.
+    """
     global _backend_ready
+    choice = (library or os.environ.get("FLARE_LLAMA_LIB") or "auto").strip().lower()
+    if choice not in LIBRARIES:
+        raise ConfigError(f"unknown llama.cpp library {choice!r}", hint=f"use one of {', '.join(LIBRARIES)}")
+    # llama.cpp's load log is noise unless asked for (verbose=True).
+    level = logging.DEBUG if verbose else logging.CRITICAL
+    if choice == "auto":
+        choice = "native" if importlib.util.find_spec("llama_cpp") is not None else "xllamacpp"
+    if choice == "xllamacpp":
+        logging.getLogger("flare.llama").setLevel(level)
+        return open_library()
     try:
         import llama_cpp
     except ImportError as e:
-        raise ModelError("llama-cpp-python is not installed", hint="pip install 'llama-cpp-python==0.3.36'") from e
-    # llama-cpp-python routes llama.cpp's log through this logger; its level map is off by one
-    # for this llama.cpp, so only CRITICAL silences load warnings.
-    logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
+        raise ModelError("llama-cpp-python is not installed", hint="pip install 'flare-rag[native]'") from e
+    # llama-cpp-python's level map is off by one for this llama.cpp: only CRITICAL silences it.
+    logging.getLogger("llama-cpp-python").setLevel(level)
     if not _backend_ready:
         llama_cpp.llama_backend_init()
         _backend_ready = True
     return llama_cpp
 
 
-def _free(C: ModuleType, model: Any, contexts: list[Any]) -> None:
+def _free(C: Any, model: Any, contexts: list[Any]) -> None:
     for ptr in contexts:
         C.llama_free(ptr)
     C.llama_model_free(model)
