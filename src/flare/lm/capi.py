@@ -47,7 +47,7 @@ c_bool, c_char_p, c_float, c_int8, c_int32, c_uint32, c_void_p, c_size_t = (
 llama_token = c_int32
 
 
-class llama_batch(ctypes.Structure):  # noqa: N801 - the C name
+class llama_batch(ctypes.Structure):  # the C name
     _fields_ = [
         ("n_tokens", c_int32),
         ("token", ctypes.POINTER(llama_token)),
@@ -59,7 +59,7 @@ class llama_batch(ctypes.Structure):  # noqa: N801 - the C name
     ]
 
 
-class llama_model_params(ctypes.Structure):  # noqa: N801 - the C name
+class llama_model_params(ctypes.Structure):  # the C name
     _fields_ = [
         ("devices", c_void_p),
         ("tensor_buft_overrides", c_void_p),
@@ -81,7 +81,7 @@ class llama_model_params(ctypes.Structure):  # noqa: N801 - the C name
     ]
 
 
-class llama_context_params(ctypes.Structure):  # noqa: N801 - the C name
+class llama_context_params(ctypes.Structure):  # the C name
     _fields_ = [
         ("n_ctx", c_uint32),
         ("n_batch", c_uint32),
