@@ -72,7 +72,7 @@ def test_a_damaged_part_is_refused_and_nothing_is_left_behind(tiny: PartedModel,
         assemble(wrong_size, tmp_path / "cache")
     assert "--force-reinstall" in err.value.hint
     wrong_digest = PartedModel(**{**_fields(tiny), "sha256": "0" * 64})
-    with pytest.raises(ModelError, match="SHA-256 is .* expected 0000"):
+    with pytest.raises(ModelError, match=r"SHA-256 is .* expected 0000"):
         assemble(wrong_digest, tmp_path / "cache")
     assert list((tmp_path / "cache").iterdir()) == []  # no half-written or unchecked file
 

