@@ -29,8 +29,8 @@ class _ShiftedContextParams(ctypes.Structure):
     """An older view of the struct (no n_rs_seq / n_outputs_max(_per_seq) / ctx_type): the fields
     after them move. Padded at the end so the library's 168 bytes still fit the buffer."""
 
-    _fields_ = [*((name, kind) for name, kind in capi.llama_context_params._fields_
-                  if name not in ("n_rs_seq", "n_outputs_max", "n_outputs_max_per_seq", "ctx_type")),
+    _fields_ = [*((f[0], f[1]) for f in capi.llama_context_params._fields_
+                  if f[0] not in ("n_rs_seq", "n_outputs_max", "n_outputs_max_per_seq", "ctx_type")),
                 ("_pad", ctypes.c_char * 64)]  # fmt: skip
 
 
@@ -57,12 +57,12 @@ def test_a_missing_wheel_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> 
 def test_a_file_that_is_not_the_library_is_refused_without_a_crash(tmp_path: Path) -> None:
     fake = tmp_path / "xllamacpp.abi3.so"
     fake.write_bytes(b"\x7fELF not really")
-    with pytest.raises(ModelError, match="could not load llama.cpp from"):
+    with pytest.raises(ModelError, match=r"could not load llama\.cpp from"):
         capi.open_library(fake)
 
 
 def test_the_library_choice_is_checked() -> None:
-    with pytest.raises(ConfigError, match="unknown llama.cpp library 'cuda'"):
+    with pytest.raises(ConfigError, match=r"unknown llama\.cpp library 'cuda'"):
         open_llama_library("cuda")
     if importlib.util.find_spec("llama_cpp") is None:
         with pytest.raises(ModelError, match="llama-cpp-python is not installed") as err:
