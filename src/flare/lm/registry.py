@@ -156,6 +156,10 @@ def _gemma3(rest: str, **options: Any) -> LanguageModel:
 def _bundled(model: PartedModel) -> ModelFactory:
     def factory(rest: str, **options: Any) -> LanguageModel:
         options.setdefault("name", model.name)
+        # ChatML markers as control tokens, as the model was trained: chosen on development
+        # questions (docs/results/qwen/PROTOCOL.md); the engine defuses their spellings in
+        # documents and questions.
+        options.setdefault("special_tokens", True)
         return _in_process(assemble(model), options)
 
     return factory
