@@ -117,6 +117,8 @@ def settings_for(request: Request, given: dict[str, Any]) -> Settings:
 
 def error_for(error: BaseException, request: Request) -> ApiError:
     """The HTTP error for a worker failure; internal details stay in the server log."""
+    if isinstance(error, ApiError):
+        return error
     if isinstance(error, InputError | FilterError | ConfigError):
         return ApiError(400, "invalid_request_error", str(error))
     rid = getattr(request.state, "request_id", "?")
