@@ -63,13 +63,15 @@ class Streamer(threading.Thread):
         self.first_event = threading.Event()
 
     def run(self) -> None:
-        with httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {STAFF_KEY}"}, timeout=120) as http:
-            with http.stream("POST", "/v1/answers", json={"question": self.question, "stream": True}) as r:
-                self.status = r.status_code
-                for chunk in r.iter_raw():
-                    self.raw += chunk
-                    if b"event: " in self.raw:
-                        self.first_event.set()
+        headers = {"Authorization": f"Bearer {STAFF_KEY}"}
+        body = {"question": self.question, "stream": True}
+        with httpx.Client(base_url=self.url, headers=headers, timeout=120) as http, \
+                http.stream("POST", "/v1/answers", json=body) as r:  # fmt: skip
+            self.status = r.status_code
+            for chunk in r.iter_raw():
+                self.raw += chunk
+                if b"event: " in self.raw:
+                    self.first_event.set()
         self.first_event.set()
 
     def events(self) -> list[tuple[str | None, str]]:

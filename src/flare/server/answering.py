@@ -45,7 +45,6 @@ CLIENT_CLOSED = 499  # nginx's "client closed request": logged, never seen by a 
 FIRST_ITEM_WAIT = 1.0  # seconds to wait for the first item before the response starts
 
 
-
 @dataclass(frozen=True, slots=True)
 class Queued:
     """The request waits for a slot: ``position`` 1 is next; ``depth`` requests wait in all."""
