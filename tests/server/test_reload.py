@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.applications import Starlette
 
 from flare.config import Settings
 from flare.engine.loop import Flare
@@ -81,13 +82,17 @@ def lm() -> Iterator[GatedLM]:
 
 
 def _serve(path: Path, lm: GatedLM, poll: float) -> LiveServer:
+    return LiveServer(_app(path, lm, poll))
+
+
+def _app(path: Path, lm: GatedLM, poll: float) -> Starlette:
     source = IndexSource(lambda: GatedRetriever(path), watch=watch_paths(str(path)))
     # trigger=min: the parrot's first call is a draft without documents, so an answer held at the
     # gate has not searched yet, and every search it makes comes after the swap.
     settings = Settings(theta=0.5, trigger="min", verify="off", max_sentences=2)
     engine = Flare(lm, source.open(), settings, template=PromptTemplate.plain())
     limits = Limits(max_concurrency=4, index_poll_seconds=poll, heartbeat_seconds=0.2)
-    return LiveServer(create_app(engine, keys(), limits, index=source))
+    return create_app(engine, keys(), limits, index=source)
 
 
 def _generation(http: httpx.Client) -> int:
@@ -163,10 +168,11 @@ def test_with_polling_off_a_request_reloads(tmp_path: Path, lm: GatedLM) -> None
     path = tmp_path / "idx"
     _build(path, CORPUS, tmp_path)
     lm.gate.set()
-    with _serve(path, lm, poll=0) as live, live.client(STAFF_KEY) as http:
+    app = _app(path, lm, poll=0)
+    with LiveServer(app) as live, live.client(STAFF_KEY) as http:
         _build(path, NEW_CORPUS, tmp_path)
         before = http.post("/v1/answers", json={"question": QUESTION}).json()
-        live.server.config.app.state.reloader.request()
+        app.state.reloader.request()
         wait_until(lambda: _generation(http) == 2, "the requested reload happened")
         after = http.post("/v1/answers", json={"question": QUESTION}).json()
     assert _source_ids(before) <= OLD_IDS and _source_ids(after) <= {d["id"] for d in NEW_CORPUS}
