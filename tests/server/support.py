@@ -174,17 +174,18 @@ class GatedLM(ParrotLM):
     ``calls`` counts the calls that reached the model.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, deaf: bool = False) -> None:
         super().__init__()
         self.gate = threading.Event()
         self.calls = 0
+        self.deaf = deaf  # True: keep waiting after the run is cancelled (a call that cannot be cut)
 
     def complete(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (),
                  stop_when: StopWhen | None = None,
                  logit_bias: Mapping[str, float] | None = None) -> Completion:  # fmt: skip
         self.calls += 1
         while not self.gate.wait(0.02):
-            if stop_when is not None and stop_when(""):  # the server's check: is the run cancelled?
+            if not self.deaf and stop_when is not None and stop_when(""):  # the server's check: is the run cancelled?
                 return Completion("", (), "stop", generated_tokens=0)
         return super().complete(prompt, max_tokens=max_tokens, stop=stop, stop_when=stop_when)
 

@@ -162,6 +162,36 @@ def test_a_queue_timeout_is_429_for_json_and_an_error_event_for_streams(index_di
     assert holder.events()[-1][0] == "done"
 
 
+def test_a_client_that_hangs_up_and_asks_again_waits_for_its_old_slot(index_dir: Path) -> None:
+    """The slot of a cancelled answer frees only when its model call stops; until then the queue
+    takes one more waiter for it, so asking again at once is not a 429."""
+    lm = GatedLM(deaf=True)
+    engine = Flare(lm, TantivyRetriever(index_dir), Settings(theta=0.5, max_sentences=2),
+                   template=PromptTemplate.plain())  # fmt: skip
+    app = create_app(engine, keys(), Limits(max_concurrency=1, max_queue=0))
+    try:
+        with LiveServer(app) as live, live.client(STAFF_KEY) as http:
+            with http.stream("POST", "/v1/answers", json={"question": QUESTION, "stream": True}) as s:
+                assert s.status_code == 200
+                wait_until(lambda: _health(http)["in_flight"] == 1, "the answer took the slot")
+            gate = app.state.service.gate
+            wait_until(lambda: gate.releasing == 1, "the slot is releasing")
+            again: dict[str, Any] = {}
+            body = {"question": QUESTION}
+            thread = threading.Thread(target=lambda: again.update(r=http.post("/v1/answers", json=body)), daemon=True)
+            thread.start()
+            wait_until(lambda: _health(http)["queue_depth"] == 1, "the new request waits for the old slot")
+            third = httpx.post(f"{live.url}/v1/answers", json={"question": QUESTION},
+                               headers={"Authorization": f"Bearer {STAFF_KEY}"}, timeout=30)  # fmt: skip
+            lm.gate.set()
+            thread.join(120)
+            assert gate.releasing == 0 and gate.active == 0
+    finally:
+        lm.gate.set()
+    assert third.status_code == 429  # one releasing slot makes room for one waiter, not more
+    assert again["r"].status_code == 200 and again["r"].json()["answer"]
+
+
 def test_the_chat_stream_says_queued_as_a_comment(index_dir: Path, lm: GatedLM) -> None:
     with _serve(index_dir, lm, max_concurrency=1, max_queue=1) as live, live.client(STAFF_KEY) as http:
         holder = Streamer(live.url)

@@ -9,6 +9,8 @@ gets ``503`` with a ``Retry-After``.
 
 Slots are released from the answer's worker thread when generation has really stopped, not when
 the response ends, so a client that disconnects frees its slot only once the model is free again.
+Until then that slot counts as *releasing*: the queue takes one more waiter per releasing slot,
+so a client that hangs up and asks again at once waits for its old slot instead of getting 429.
 A released slot goes straight to the first waiter, so a request arriving meanwhile cannot jump
 the queue.
 
@@ -103,6 +105,7 @@ class Gate:
         self._metrics = metrics
         self._lock = threading.Lock()
         self._active = 0
+        self._releasing = 0  # slots of cancelled answers whose model call has not stopped yet
         self._queue: collections.deque[Waiter] = collections.deque()
         self._draining: float | None = None  # monotonic time the drain ends, once it started
 
@@ -132,7 +135,7 @@ class Gate:
             if self._active < self.limit and not self._queue:
                 self._active += 1
                 return None
-            if len(self._queue) >= self.max_queue:
+            if len(self._queue) >= self.max_queue + self._releasing:
                 reason = "queue_full" if self.max_queue else "concurrency"
                 raise self._busy(reason, f"{self._active} answers in progress (limit {self.limit})"
                                  + (f" and {len(self._queue)} waiting (limit {self.max_queue})"
@@ -184,10 +187,25 @@ class Gate:
         if not waiter.future.done():
             waiter.future.cancel()
 
-    def leave(self) -> None:
-        """An answer has stopped: its slot goes to the first waiter, else becomes free."""
+    @property
+    def releasing(self) -> int:
+        """Slots of cancelled answers whose model call has not stopped yet."""
+        return self._releasing
+
+    def note_releasing(self) -> None:
+        """An answer in a slot was cancelled: its slot will be free once its model call stops."""
+        with self._lock:
+            self._releasing += 1
+
+    def leave(self, *, released: bool = False) -> None:
+        """An answer has stopped: its slot goes to the first waiter, else becomes free.
+
+        ``released``: the answer had been counted by :meth:`note_releasing`.
+        """
         self.rate.record()
         with self._lock:
+            if released:
+                self._releasing = max(0, self._releasing - 1)
             self._release()
 
     def drain(self, seconds: float) -> None:

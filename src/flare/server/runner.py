@@ -234,7 +234,7 @@ class Service:
         with self._runs_lock:
             self._runs.discard(run)
             self._idle.notify_all()
-        self.gate.leave()
+        self.gate.leave(released=run.ended())
 
 
 class Run:
@@ -259,6 +259,8 @@ class Run:
         self.filters = filters
         self.settings = settings
         self.cancelled = threading.Event()
+        self._state = threading.Lock()
+        self._ended = self._releasing = False
         self.capture = CaptureTracer(service.forward)
         self.started = time.perf_counter()
         self.wall_started = time.time()
@@ -269,9 +271,19 @@ class Run:
         threading.Thread(target=self._work, name="flare-answer", daemon=True).start()
 
     def cancel(self, reason: str = "") -> None:
-        if reason and not self.cancelled.is_set():
+        with self._state:
+            if self.cancelled.is_set() or self._ended:
+                return
             self.reason = reason
-        self.cancelled.set()
+            self.cancelled.set()
+            self._releasing = True
+        self.service.gate.note_releasing()  # its slot frees as soon as the model stops
+
+    def ended(self) -> bool:
+        """Mark the run ended (its worker is done); True if it was counted as releasing its slot."""
+        with self._state:
+            self._ended = True
+            return self._releasing
 
     async def first(self, timeout: float) -> Item | None:
         """The first item if it comes within ``timeout`` seconds (it is not seen again)."""
