@@ -18,7 +18,7 @@ from flare.config import Settings
 from flare.engine.loop import Flare
 from flare.errors import ConfigError, ModelError
 from flare.lm.base import LanguageModel, parallel_calls
-from flare.lm.openai_chat import CONTINUE_INSTRUCTION, PLAIN_SYSTEM, OpenAIChatModel, to_messages
+from flare.lm.openai_chat import PLAIN_SYSTEM, OpenAIChatModel, to_messages
 from flare.lm.openai_http import OpenAIHTTPModel
 from flare.lm.registry import resolve_model
 from flare.testing.contracts import LanguageModelContract
@@ -158,13 +158,15 @@ def test_without_logprobs_the_evidence_trigger_answers_and_token_rules_fail(host
     for method in ("single", "instruct"):  # the baselines and FLARE instruct need no logprobs either
         assert "1847[1]" in _answer(lm, method=method)[0]
     assert _answer(lm, method="none")[1]  # runs (the fake knows nothing without documents)
-    with pytest.raises(ModelError, match="trigger=min needs .*--trigger support"):
+    with pytest.raises(ModelError, match=r"trigger=min needs .*--trigger support"):
         _answer(lm, trigger="min")
 
 
 def test_specs_and_bad_options(fake: FakeOpenAIServer) -> None:
-    with resolve_model(f"openai-chat:{fake.url}#fake;continue=instruct", n_threads=1, max_parallel=3) as lm:
-        assert isinstance(lm, OpenAIChatModel) and lm.continuation == "instruct" and parallel_calls(lm) == 3
+    lm = resolve_model(f"openai-chat:{fake.url}#fake;continue=instruct", n_threads=1, max_parallel=3)
+    assert isinstance(lm, OpenAIChatModel)
+    with lm:
+        assert lm.continuation == "instruct" and parallel_calls(lm) == 3
         assert lm.name == f"openai-chat:{fake.url}#fake" and "<|im_start|>" in (lm.chat_template or "")
     with pytest.raises(ConfigError, match="unknown openai-chat option"):
         resolve_model(f"openai-chat:{fake.url}#fake;temperature=1")

@@ -79,7 +79,7 @@ class TestChatWithoutLogprobsContract(LanguageModelContract):
         return chat(stripped.url)
 
 
-def _run(lm: LanguageModel, index: Path, **settings: Any) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+def _run(lm: LanguageModel, index: Path, **settings: Any) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
     tracer = MemoryTracer()
     engine = Flare(lm, open_retriever(str(index)), Settings(max_sentences=3, **settings), tracer=tracer)
     answer = engine.answer(QUESTION, filters=PUBLIC)
