@@ -59,7 +59,7 @@ def test_cached_prefixes_give_what_fresh_evaluation_gives(tiny: HFModel, tiny_di
     with HFModel(tiny_dir, device="cpu", n_threads=1) as fresh:
         for prompt, got in ((PROMPT + first.text, draft), (other, again)):
             want = fresh.complete(prompt, max_tokens=6)
-            fresh.close()  # every prompt evaluated from nothing
+            fresh.reset_cache()  # every prompt evaluated from nothing
             assert got.text == want.text and want.prompt_tokens_evaluated == want.prompt_tokens
             assert _close([t.logprob for t in got.tokens], [t.logprob for t in want.tokens])
 
@@ -75,7 +75,7 @@ def test_score_matches_a_plain_forward_pass(tiny: HFModel, tiny_dir: Path) -> No
     with torch.inference_mode():
         logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), dim=-1)
     want = sum(float(logp[j - 1, ids[j]]) for j in range(len(head), len(ids)))
-    tiny.close()
+    tiny.reset_cache()
     cold = tiny.score(PROMPT, cont)
     tiny.complete(PROMPT + " Paris", max_tokens=4)  # a cache that shares the prompt
     warm = tiny.score(PROMPT, cont)

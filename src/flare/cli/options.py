@@ -84,7 +84,8 @@ def run_options(func: F) -> F:
                         help="CPU threads for the model (default: cores - 1; env FLARE_THREADS).")(func)  # fmt: skip
     return click.option("--model", "model_spec", default=None, metavar="SPEC",
                         help="gemma3 (default), smollm2, a path to a .gguf file, xllamacpp:MODEL "
-                             "(parallel slots in-process) or openai:URL#MODEL (a server).")(func)  # fmt: skip
+                             "(parallel slots in-process), openai:URL#MODEL (a completions server), "
+                             "openai-chat:URL#MODEL (any chat API) or hf:MODEL (transformers).")(func)  # fmt: skip
 
 
 def flag_values(opts: dict[str, Any]) -> dict[str, Any]:

@@ -292,6 +292,11 @@ class HFModel:
             self._load()
             return len(self._tok(text, add_special_tokens=False)["input_ids"])
 
+    def reset_cache(self) -> None:
+        """Forget every cached prompt (the next call evaluates its prompt in full)."""
+        with self._lock:
+            self._caches = []
+
     def close(self) -> None:
         """Free the model and its caches (a later call loads it again)."""
         with self._lock:
