@@ -59,7 +59,8 @@ def pieces_of(choice: Mapping[str, Any], text: str, want: bool) -> tuple[list[Pi
                          "use a server that returns them (llama.cpp, vLLM)")  # fmt: skip
     content = lp.get("content")
     if isinstance(content, list):  # llama.cpp's newer format: per token id, token, bytes
-        return _cut(merge_pieces(_content_tokens(content)), text)
+        # llama.cpp's chat endpoint leaves out the token a stop sequence cut, keeping its text
+        return _cut(merge_pieces(_content_tokens(content)), text, stopped=choice.get("finish_reason") == "stop")
     tokens = [str(t) for t in lp.get("tokens") or []]
     logprobs = [float(x) if x is not None else 0.0 for x in lp.get("token_logprobs") or []]
     offsets = lp.get("text_offset") or []
@@ -96,10 +97,12 @@ def streamed_tokens(logprobs: object) -> list[tuple[str, float]]:
     return list(zip(tokens, values, strict=False)) if len(tokens) == len(values) else [("", v) for v in values]
 
 
-def _cut(pieces: list[Piece], text: str) -> tuple[list[Piece], bool]:
+def _cut(pieces: list[Piece], text: str, *, stopped: bool = False) -> tuple[list[Piece], bool]:
     """Keep the pieces covering ``text`` (the server may report tokens past a stop sequence).
 
-    The flag says whether the last piece was cut short by a stop sequence.
+    The flag says whether the last piece was cut short by a stop sequence. ``stopped``: the text
+    ended at a stop sequence, and the part of the token it cut may have no logprob of its own;
+    that text joins the last piece (whose probability is known) rather than failing.
     """
     out: list[Piece] = []
     pos, truncated = 0, False
@@ -112,6 +115,10 @@ def _cut(pieces: list[Piece], text: str) -> tuple[list[Piece], bool]:
         out.append((keep, logprob, n))
         truncated = len(keep) < len(piece)
         pos += len(keep)
+    if pos != len(text) and stopped and out:
+        keep, logprob, n = out[-1]
+        out[-1] = (keep + text[pos:], logprob, n)
+        return out, True
     if pos != len(text):
         raise ModelError("the server's tokens cover less than its text", SERVER_HINT)
     return out, truncated
