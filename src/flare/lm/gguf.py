@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from flare.errors import ModelError
-from flare.lm.registry import MODEL_HINT
+from flare.lm.bundled import MODEL_HINT
 
 __all__ = ["check_model_file", "read_metadata_string"]
 

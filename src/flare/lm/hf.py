@@ -166,7 +166,7 @@ class HFModel:
     def _source(self) -> tuple[str, dict[str, Any]]:
         ref = self.model_ref
         if ref == "smollm2":
-            from flare.lm.registry import default_model_path
+            from flare.lm.bundled import default_model_path
 
             ref = str(default_model_path())
         path = Path(ref).expanduser()

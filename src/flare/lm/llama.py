@@ -43,9 +43,9 @@ import numpy.typing as npt
 
 from flare.errors import ConfigError, ModelError
 from flare.lm.base import StopWhen
+from flare.lm.bundled import MODEL_HINT, default_model_path, gemma3_model_path
 from flare.lm.capi import open_library
 from flare.lm.gguf import check_model_file
-from flare.lm.registry import MODEL_HINT, default_model_path, gemma3_model_path
 from flare.lm.stops import cut_at_stop
 from flare.types import Completion, FinishReason, TokenLogprob
 

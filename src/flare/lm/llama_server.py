@@ -197,8 +197,8 @@ def from_spec(rest: str, **options: Any) -> LlamaServerModel:
     slot is its own cache, and the server always reads control-token spellings in prompts (the
     engine defuses them in documents and questions).
     """
-    from flare.lm.bundled import BUNDLED, assemble
-    from flare.lm.registry import DEFAULT_MODEL, default_model_path, gemma3_model_path
+    from flare.config import DEFAULT_MODEL
+    from flare.lm.bundled import BUNDLED, assemble, default_model_path, gemma3_model_path
 
     for ignored in ("n_contexts", "special_tokens"):
         options.pop(ignored, None)

