@@ -1,6 +1,6 @@
 """The trigger (M2): does a drafted sentence need retrieval?
 
-Three rules, chosen by ``Settings.trigger``:
+Four token rules, chosen by ``Settings.trigger``:
 
 * ``min`` (the paper's): retrieve if any token has p < θ. θ=0 never retrieves; θ=1 always does.
 * ``mean``: retrieve if mean(1 − p) over the sentence exceeds 1 − θ (i.e. mean p < θ), which is
@@ -10,6 +10,10 @@ Three rules, chosen by ``Settings.trigger``:
 * ``content``: the ``min`` rule over content words only. Small models put sentence openers and
   function words ("It", " the", " was") far below any useful θ, so the plain rule retrieves for
   nearly every sentence; judging only the words that carry facts restores the signal.
+
+The default, ``support``, is not a token rule and is not decided here: the loop drafts with the
+question's documents and retrieves when the support checker finds the draft unbacked
+(:mod:`flare.engine.policies`); this module's verdict is then recorded for the trace only.
 
 Probabilities are compared on the probability scale; backends report natural-log probabilities,
 converted by :attr:`TokenLogprob.prob`.
