@@ -213,11 +213,14 @@ class OpenAIHTTPModel:
                 return completion(text, pieces, finish, usage, generated, start)
         choice, usage = self._complete_once(body)
         text, finish = str(choice.get("text") or ""), finish_reason(choice.get("finish_reason"))
-        pieces, truncated = pieces_of(choice, text, want)
+        text, pieces, truncated = pieces_of(choice, text, want)
+        whole = text
         text, pieces, finish = apply_stop_when(text, pieces, finish, stop_when, want, truncated)
         text, pieces, finish, generated = cap(text, pieces, finish, max_tokens)
-        if not want:
-            generated = int(usage.get("completion_tokens") or 0)
+        if not want or (text == whole and "completion_tokens" in usage):
+            # what the server generated; the pieces undercount where llama.cpp's server sends one
+            # entry for a character of several tokens
+            generated = min(int(usage.get("completion_tokens") or 0), max_tokens)
         return completion(text, pieces, finish, usage, generated, start)
 
     def count_tokens(self, text: str) -> int:
