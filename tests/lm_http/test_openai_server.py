@@ -11,11 +11,13 @@ string or ``max_tokens`` cut, whose text joins the last piece.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from flare.lm.base import LanguageModel
 from flare.lm.llama import LlamaCppModel
-from flare.lm.openai_http import OpenAIHTTPModel, from_spec
+from flare.lm.openai_http import DEFAULT_EXTRA, OpenAIHTTPModel, from_spec
 from flare.testing.contracts import LanguageModelContract
 from flare.types import Completion, TokenLogprob
 
@@ -52,10 +54,19 @@ def assert_same_answer(remote: Completion, local: Completion, tolerance: float =
     assert i == len(local.tokens)
 
 
+@pytest.fixture(scope="module")
+def uncached_lm(server_url: str) -> Iterator[OpenAIHTTPModel]:
+    """The server evaluating each whole prompt, as in-process after ``reset_cache()``."""
+    with OpenAIHTTPModel(server_url, timeout=300, extra={**DEFAULT_EXTRA, "cache_prompt": False}) as lm:
+        yield lm
+
+
 @pytest.mark.parametrize("prompt", PROMPTS)
-def test_matches_the_in_process_model(prompt: str, http_lm: OpenAIHTTPModel, local_lm: LlamaCppModel) -> None:
-    remote = http_lm.complete(prompt, max_tokens=10)
+def test_matches_the_in_process_model(prompt: str, uncached_lm: OpenAIHTTPModel, local_lm: LlamaCppModel) -> None:
+    remote = uncached_lm.complete(prompt, max_tokens=10)
+    local_lm.reset_cache()
     local = local_lm.complete(prompt, max_tokens=10)
+    assert remote.prompt_tokens_evaluated == local.prompt_tokens_evaluated == local.prompt_tokens
     assert_same_answer(remote, local)
     assert remote.generated_tokens == local.generated_tokens
     assert remote.prompt_tokens == local.prompt_tokens
