@@ -106,15 +106,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", kind)
         self.send_header("Connection", "close")  # the body ends when the connection does
         self.end_headers()
-        events = 0
-        for line in answer.iter_lines():
-            if cut and events == self.server.cut_after:
-                break
-            self.wfile.write(line.encode() + b"\n")
-            if not line:
-                events += 1
-                self.wfile.flush()
         self.close_connection = True
+        events = 0
+        try:
+            for line in answer.iter_lines():
+                if cut and events == self.server.cut_after:
+                    break
+                self.wfile.write(line.encode() + b"\n")
+                if not line:
+                    events += 1
+                    self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client closed the stream early (stop_when held): drop the upstream one too
 
     def _send(self, status: int, kind: str, data: bytes) -> None:
         self.send_response(status)

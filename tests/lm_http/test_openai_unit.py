@@ -109,6 +109,18 @@ def test_a_character_cut_off_by_max_tokens_is_dropped() -> None:
     assert (cut.text, cut.finish_reason, cut.generated_tokens) == ("中", "sentence", 1)
 
 
+def test_an_end_of_generation_token_is_not_counted() -> None:
+    """llama.cpp's server counts the end-of-generation token in ``completion_tokens``; in-process does not."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = {"choices": [{"text": "", "logprobs": {"content": []}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 1}}  # fmt: skip
+        return httpx.Response(200, json=body)
+
+    c = _model(handler, logprobs=True).complete("Q", max_tokens=6)
+    assert (c.text, c.finish_reason, c.generated_tokens) == ("", "stop", 0)
+
+
 def test_offsets_recover_characters_lost_from_token_strings() -> None:
     lp = {"tokens": ["中", "", "", "。"], "token_logprobs": [-1.0, -0.5, -0.25, -0.1],
           "text_offset": [7, 8, 8, 9]}  # fmt: skip

@@ -217,10 +217,12 @@ class OpenAIHTTPModel:
         whole = text
         text, pieces, finish = apply_stop_when(text, pieces, finish, stop_when, want, truncated)
         text, pieces, finish, generated = cap(text, pieces, finish, max_tokens)
-        if not want or (text == whole and "completion_tokens" in usage):
-            # what the server generated; the pieces undercount where llama.cpp's server sends one
-            # entry for a character of several tokens
-            generated = min(int(usage.get("completion_tokens") or 0), max_tokens)
+        if not want:
+            generated = int(usage.get("completion_tokens") or 0)
+        elif text == whole and finish == "length" and "completion_tokens" in usage:
+            # the pieces undercount where llama.cpp's server sends one entry for a character of
+            # several tokens; at "length" its count has no end-of-generation token in it either
+            generated = min(int(usage["completion_tokens"]), max_tokens)
         return completion(text, pieces, finish, usage, generated, start)
 
     def count_tokens(self, text: str) -> int:
