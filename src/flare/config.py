@@ -30,6 +30,9 @@ RequestPolicy = Literal["free", "lower", "stricter", "operator"]
 server's value (budgets; a higher value is clamped); ``stricter`` only towards the strict end of
 an ordered choice (a laxer value is refused); ``operator`` not at all."""
 
+DEFAULT_MODEL = "qwen1.5b"
+"""The embedded default model spec (docs/results/qwen/PROTOCOL.md says how it was chosen)."""
+
 TRIGGERS: tuple[str, ...] = get_args(Trigger)
 QUERY_MODES: tuple[str, ...] = get_args(QueryMode)
 ON_MISSING: tuple[str, ...] = get_args(OnMissing)
@@ -146,6 +149,10 @@ class Settings:
     # (or its server) reports; served models that report none need it set (SmolLM2: chatml).
     layout: Layout = setting("auto", "Prompt layout: chatml (chat turns) or plain (one few-shot text); auto "
                              "follows the model's chat template.", request="operator")
+    # The model spec (flare.lm.registry): a deployment picks its model in flare.toml or FLARE_MODEL;
+    # a command's --model wins. The commands declare --model themselves (it is not a loop knob).
+    model: str = setting(DEFAULT_MODEL, "Model spec: qwen1.5b (default), qwen0.5b, gemma3, smollm2, a .gguf "
+                         "path, xllamacpp:MODEL or openai:URL#MODEL.", request="operator")
 
     def __post_init__(self) -> None:
         if not isinstance(self.method, str) or not self.method.strip():

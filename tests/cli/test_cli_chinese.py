@@ -1,4 +1,4 @@
-"""`flare index` + `flare ask` in Chinese, end to end, with the default model (Gemma) and real filters.
+"""`flare index` + `flare ask` in Chinese, end to end, with the default model (Qwen2.5-1.5B) and real filters.
 
 The corpus is made up, and without the filters each excluded passage would be among the k=3
 passages put in the prompt (checked below), so the test can only pass if year and acl filters hold

@@ -8,6 +8,7 @@ filters) and rewritten from what was found, then the model ends.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -67,7 +68,8 @@ def test_ask_retrieves_where_the_draft_is_unsure_and_cites_only_permitted_passag
     assert [s["id"] for s in answer["sources"]] == ["lh-1", "lh-2"] and answer["stop_reason"] == "end"
     steps = json.loads(trace.read_text(encoding="utf-8"))["steps"]
     assert steps[1]["draft"] == "Its lamp burned coal." and steps[1]["decision"] == "retrieve"
-    assert steps[1]["queries"] == ["Its lamp burned"]  # "coal" (p=0.1 < β) is masked out
+    # "coal" (p=0.1 < β) is masked out; "Its" points at the lighthouse the answer named: its name leads.
+    assert steps[1]["queries"] == ["Quillmere Its lamp burned"]
     assert all(r["id"] != "secret-1" for s in steps for r in s["retrieved"])
 
 
@@ -105,3 +107,25 @@ def test_eval_runs_methods_end_to_end(root: Path, tmp_path: Path) -> None:
                                                                ("single", "q1"), ("single", "q2")]  # fmt: skip
     assert all(r["error"] is None and r["scores"]["em"] == 1.0 for r in records)
     assert "| single | 2 | 0 | 1.000 |" in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+
+
+def test_the_model_is_a_setting_from_the_environment_or_the_config_file(root: Path) -> None:
+    """``model`` like every setting: FLARE_MODEL or ``model = ...`` in flare.toml; --model wins."""
+    script = f"scripted:{root / 'answer.json'}"
+    base = ["ask", "When was the Quillmere lighthouse built?", "--index", str(root / "idx"), "--json"]
+    env_run = subprocess.run([sys.executable, "-m", "flare", *base], capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "FLARE_MODEL": script})  # fmt: skip
+    assert env_run.returncode == 0, env_run.stderr
+    assert "whale oil" in json.loads(env_run.stdout)["answer"]  # the script spoke, not a real model
+    (root / "flare.toml").write_text(f'model = "{script}"\n', encoding="utf-8")
+    try:
+        from_file = flare(*base, cwd=root)
+        assert from_file.returncode == 0, from_file.stderr
+        assert json.loads(from_file.stdout)["answer"] == json.loads(env_run.stdout)["answer"]
+        overridden = flare(*base, "--model", "nonexistent.gguf", cwd=root)  # the flag wins over the file
+        assert overridden.returncode == 1 and "model file not found: nonexistent.gguf" in overridden.stderr
+        bad = subprocess.run([sys.executable, "-m", "flare", *base], capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "FLARE_MODEL": "nosuch"}, cwd=root)  # fmt: skip
+        assert bad.returncode == 1 and "unknown model 'nosuch'" in bad.stderr and "Traceback" not in bad.stderr
+    finally:
+        (root / "flare.toml").unlink()

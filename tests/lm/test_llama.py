@@ -295,7 +295,7 @@ def test_gemma_keeps_leading_spaces_and_groups_chinese(make_llama: MakeLlama) ->
 def test_resolve_model_specs(tmp_path: Path) -> None:
     lm = resolve_model("smollm2", n_ctx=256)
     assert isinstance(lm, LlamaCppModel) and lm.name == "smollm2" and lm.n_ctx == 256
-    assert resolve_model(None).name == "gemma3"  # the default; constructing it loads nothing
+    assert resolve_model(None).name == "qwen1.5b"  # the default; constructing it loads nothing
     assert resolve_model("smollm2").model_path == default_model_path()  # type: ignore[attr-defined]
     by_path = resolve_model(str(default_model_path()))
     assert isinstance(by_path, LlamaCppModel) and by_path.model_path == default_model_path()

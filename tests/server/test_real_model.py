@@ -100,7 +100,7 @@ def _free_port() -> int:
 
 
 def test_flare_serve_command(index_dir: Path, tmp_path: Path) -> None:
-    """`flare serve` end to end: TOML key file, real index, the default model (Gemma), one OpenAI call."""
+    """`flare serve` end to end: TOML key file, real index, the default model (Qwen2.5-1.5B), one OpenAI call."""
     keyfile = tmp_path / "keys.toml"
     keyfile.write_text(f'[[keys]]\nkey = "{STAFF_KEY}"\nprincipal = "sam"\ngroups = ["staff"]\n', encoding="utf-8")
     port = _free_port()
@@ -123,8 +123,8 @@ def test_flare_serve_command(index_dir: Path, tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "flare serve did not start"
             time.sleep(0.2)
         client = openai.OpenAI(base_url=f"{url}/v1", api_key=STAFF_KEY, max_retries=0)
-        done = client.chat.completions.create(model="gemma3", messages=[{"role": "user", "content": QUESTION}])
-        assert done.choices[0].message.content and done.model == "gemma3"
+        done = client.chat.completions.create(model="qwen1.5b", messages=[{"role": "user", "content": QUESTION}])
+        assert done.choices[0].message.content and done.model == "qwen1.5b"
         assert httpx.get(f"{url}/v1/models").status_code == 401
         trace_id = (done.model_extra or {})["flare"]["trace_id"]
         trace = httpx.get(f"{url}/v1/traces/{trace_id}", headers={"Authorization": f"Bearer {STAFF_KEY}"})

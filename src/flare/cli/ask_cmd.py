@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from flare.cli.narrate import KeepLast, narrate
-from flare.cli.options import run_options, settings_from
+from flare.cli.options import model_spec_of, run_options, settings_from
 from flare.engine.loop import Flare, check_question
 from flare.lm.registry import resolve_model
 from flare.retrieve.filters import Filters
@@ -48,7 +48,7 @@ def ask(
     flt = Filters.parse(filters)
     retriever = open_retriever(index_spec)
     retriever.check_filters(flt)  # rejects unknown filter fields before the model loads
-    lm = resolve_model(model_spec, n_threads=threads)
+    lm = resolve_model(model_spec_of(model_spec, settings), n_threads=threads)
     tracer: Tracer = (
         JsonlTracer(trace_path, record_content=trace_content) if trace_path else NullTracer()
     )

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from flare.cli.narrate import KeepLast, narrate
-from flare.cli.options import run_options, settings_from
+from flare.cli.options import model_spec_of, run_options, settings_from
 from flare.engine.loop import Flare
 from flare.lm.registry import resolve_model
 from flare.retrieve.corpus import load_corpus
@@ -36,10 +36,11 @@ def demo(workdir: Path, model_spec: str | None, threads: int | None, **opts: Any
     passages = load_corpus(Path(str(EXAMPLES / "handbook.jsonl")))
     build_index(passages, index_dir, progress=False)
     click.echo(f"Indexed {len(passages)} passages into {index_dir}\n")
+    settings = settings_from(opts)
     engine = Flare(
-        resolve_model(model_spec, n_threads=threads),
+        resolve_model(model_spec_of(model_spec, settings), n_threads=threads),
         TantivyRetriever(index_dir),
-        settings_from(opts),
+        settings,
         tracer=(keep := KeepLast(JsonlTracer(trace_path))),
     )
     permissions = Filters.any_of("acl", ["staff"])

@@ -53,7 +53,8 @@ from flare.evaluate.world_score import truth_scores
 @click.option("--split", default=None, metavar="NAME",
               help="Only questions whose split field is NAME (e.g. dev or test), before the slice.")
 @click.option("--model", "model_spec", default=None, metavar="SPEC",
-              help="gemma3 (default), smollm2, or a path to a .gguf file.")
+              help="qwen1.5b (default; env FLARE_MODEL or model= in the config file), qwen0.5b, gemma3, "
+                   "smollm2, or a path to a .gguf file.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for the model.")
 @click.option("--special-tokens/--no-special-tokens", default=True, show_default=True,
               help="Read <|im_start|> etc. in prompts as control tokens, as the chat models were trained; "
@@ -116,7 +117,7 @@ def eval_command(
             jobs.append(Job(ds.name, task, examples, retriever, truth_scores(ds.folder), metadata))
         from flare.lm.registry import resolve_model
 
-        lm = resolve_model(model_spec, n_threads=threads, special_tokens=special_tokens)
+        lm = resolve_model(model_spec or overrides.get("model"), n_threads=threads, special_tokens=special_tokens)
         try:
             ran = run_eval(jobs, specs, lm, out_dir, overrides=overrides, retry_failed=retry_failed,
                            progress=not no_progress, force=force_answer)

@@ -58,11 +58,12 @@ def setting_option(info: SettingInfo) -> Callable[[F], F]:
 
 
 def setting_options(*, exclude: Collection[str] = ()) -> Callable[[F], F]:
-    """Decorate a command with one option per setting (except ``exclude``) and ``--config``."""
+    """Decorate a command with one option per setting (except ``exclude`` and ``model``, which
+    each command declares as ``--model`` with its own help) and ``--config``."""
 
     def decorate(func: F) -> F:
         for info in reversed(setting_infos()):
-            if info.name not in exclude:
+            if info.name not in exclude and info.name != "model":
                 func = setting_option(info)(func)
         return config_option(func)
 
@@ -83,8 +84,14 @@ def run_options(func: F) -> F:
     func = click.option("--threads", type=click.IntRange(min=1), default=None,
                         help="CPU threads for the model (default: cores - 1; env FLARE_THREADS).")(func)  # fmt: skip
     return click.option("--model", "model_spec", default=None, metavar="SPEC",
-                        help="gemma3 (default), smollm2, a path to a .gguf file, xllamacpp:MODEL "
-                             "(parallel slots in-process) or openai:URL#MODEL (a server).")(func)  # fmt: skip
+                        help="qwen1.5b (default; env FLARE_MODEL or model= in the config file), qwen0.5b, "
+                             "gemma3, smollm2, a path to a .gguf file, xllamacpp:MODEL (parallel slots "
+                             "in-process) or openai:URL#MODEL (a server).")(func)  # fmt: skip
+
+
+def model_spec_of(model_spec: str | None, settings: Settings) -> str:
+    """``--model`` if given, else the configured ``model`` setting (file, environment, default)."""
+    return model_spec or settings.model
 
 
 def flag_values(opts: dict[str, Any]) -> dict[str, Any]:

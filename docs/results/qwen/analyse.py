@@ -1,0 +1,83 @@
+"""Tables for the Qwen runs (issue 16): every method paired with ``single`` on the same questions.
+
+For each results file and dataset: per method the number of questions, the main score (world:
+fact recall from the ground truth; QA sets: the dataset's quality score), the shares of sentences
+shown unmarked but unsupported and flagged `[?]` (the checker's), and on the world the truth's
+unsupported and cited-but-unsupported shares,
+retrievals and LM calls per answer, median seconds; then the paired difference to ``single``
+over the questions both answered — mean, 95% bootstrap interval (10,000 resamples, seed 0),
+wins / losses — and the ratio of mean seconds per answer.
+
+Usage::
+
+    python docs/results/qwen/analyse.py docs/results/qwen/test/*/results.jsonl > docs/results/qwen/tables.md
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from flare.evaluate.harness import read_results
+
+REFERENCE = "single"
+
+
+def main_score(record: dict[str, Any]) -> float:
+    scores = record["scores"]
+    return float(scores["truth_fact_recall"] if "truth_fact_recall" in scores else scores["quality"])
+
+
+def interval(diffs: list[float], resamples: int = 10_000) -> tuple[float, float]:
+    rng = random.Random(0)
+    n = len(diffs)
+    means = sorted(sum(rng.choice(diffs) for _ in range(n)) / n for _ in range(resamples))
+    return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+
+
+def share(records: list[dict[str, Any]], key: str) -> str:
+    values = [r["scores"][key] for r in records if r["scores"].get(key) is not None]
+    return f"{statistics.mean(values):.3f}" if values else "–"
+
+
+def table(path: Path) -> None:
+    by: dict[str, dict[str, dict[str, dict[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
+    for r in read_results(path):
+        if not r.get("error") and r.get("scores"):
+            by[r["dataset"]][r["method"]][r["id"]] = r
+    for dataset, methods in sorted(by.items()):
+        base = methods.get(REFERENCE, {})
+        print(f"\n### {dataset} — `{path.parent.name}`\n")
+        print("| method | n | score | shown unsupported | flagged | truth: unsupported | truth: cited unsupported "
+              "| retrievals | LM calls | p50 s | Δ vs single [95%] | wins / losses | seconds vs single |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+        for method, recs in sorted(methods.items(), key=lambda kv: (kv[0] != REFERENCE, kv[0])):
+            rows = list(recs.values())
+            cells = [
+                f"`{method}`", str(len(rows)), f"{statistics.mean(main_score(r) for r in rows):.3f}",
+                share(rows, "shown_unsupported"), share(rows, "flagged"), share(rows, "truth_unsupported_share"),
+                share(rows, "truth_cited_unsupported"),
+                f"{statistics.mean(r['retrievals'] for r in rows):.2f}",
+                f"{statistics.mean(r['lm_calls'] for r in rows):.2f}",
+                f"{statistics.median(r['seconds'] for r in rows):.1f}",
+            ]  # fmt: skip
+            ids = sorted(set(recs) & set(base))
+            if method != REFERENCE and len(ids) >= 2:
+                diffs = [main_score(recs[i]) - main_score(base[i]) for i in ids]
+                lo, hi = interval(diffs)
+                wins, losses = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+                slow = sum(recs[i]["seconds"] for i in ids) / max(1e-9, sum(base[i]["seconds"] for i in ids))
+                cells += [f"{statistics.mean(diffs):+.3f} [{lo:+.3f}, {hi:+.3f}] (n={len(ids)})",
+                          f"{wins} / {losses}", f"{slow:.2f}×"]  # fmt: skip
+            else:
+                cells += ["", "", ""]
+            print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:]:
+        table(Path(arg))
