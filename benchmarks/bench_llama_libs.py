@@ -12,7 +12,7 @@ interpreter); without llama-cpp-python there its column says so and is skipped.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_llama_libs.py [--models smollm2 gemma3] [--threads 1]
+    .venv/bin/python benchmarks/bench_llama_libs.py [--models smollm2 gemma3 qwen1.5b] [--threads 1]
         [--native-python /path/to/venv-with-llama-cpp-python/bin/python]
 """
 
@@ -46,10 +46,14 @@ def prompt_text(tokens: int) -> str:
 
 def worker(model: str, threads: int, prompt_tokens: int, gen_tokens: int, repeats: int) -> dict[str, Any]:
     """One build's figures for ``model`` (run in a subprocess with ``FLARE_LLAMA_LIB`` set)."""
+    from flare.lm.bundled import BUNDLED, assemble
     from flare.lm.llama import LlamaCppModel, open_llama_library
     from flare.lm.registry import default_model_path, gemma3_model_path
 
-    path = {"smollm2": default_model_path, "gemma3": gemma3_model_path}.get(model, lambda: Path(model))()
+    if model in BUNDLED:
+        path = assemble(BUNDLED[model])
+    else:
+        path = {"smollm2": default_model_path, "gemma3": gemma3_model_path}.get(model, lambda: Path(model))()
     t = time.perf_counter()
     lm = LlamaCppModel(path, n_threads=threads, n_ctx=4096, n_contexts=1)
     lm.load()
@@ -115,7 +119,8 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> tuple[bool, float, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=["smollm2", "gemma3"], help="smollm2, gemma3 or .gguf paths")
+    models = "smollm2, gemma3, qwen0.5b, qwen1.5b or .gguf paths"
+    ap.add_argument("--models", nargs="+", default=["smollm2", "gemma3", "qwen1.5b"], help=models)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--prompt-tokens", type=int, default=400)
     ap.add_argument("--gen-tokens", type=int, default=64)
