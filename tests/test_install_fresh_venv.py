@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPILERS = ("cc", "gcc", "c++", "g++", "clang", "clang++", "cmake", "make", "ninja")
@@ -138,6 +139,12 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict
     venv = tmp / "venv"
     env = _no_compiler_env(venv, home)
 
+    try:  # pyproject's [build-system], used without build isolation: offline
+        backend = md.version("setuptools")
+    except md.PackageNotFoundError:
+        backend = "none"
+    if backend == "none" or Version(backend) < Version("77"):
+        pytest.fail(f"building flare's wheel needs setuptools>=77 here, found {backend}: pip install 'setuptools>=77'")
     t = time.perf_counter()
     build = _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, source,
                  env=env)  # fmt: skip
