@@ -16,7 +16,7 @@ fi
 # torch first, pinned: a CPU build (a local file on flare's CI machines); the dense extra then
 # finds it instead of pulling a CUDA build.
 .venv/bin/python -m pip install --quiet torch==2.13.0
-.venv/bin/python -m pip install --quiet -e ".[dev,server,eval,openai,dense,milvus,langchain,llamaindex,xllamacpp,postgres,gemma3,qwen0_5b]"
+.venv/bin/python -m pip install --quiet -e ".[dev,server,eval,openai,dense,milvus,langchain,llamaindex,xllamacpp,postgres,transformers,gemma3,qwen0_5b]"
 # The trace viewer's tests drive Debian's Chromium headless (never a browser downloaded by a
 # test tool). Installed when we can; without it those tests skip and say why.
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

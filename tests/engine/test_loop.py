@@ -272,8 +272,11 @@ def test_bad_input_and_missing_logprobs_are_clear_errors() -> None:
     with pytest.raises(InputError, match="characters long"):
         flare.answer("x" * 5000)
     blind = Flare(ScriptedLM([], supports_logprobs=False), MemoryRetriever(DOCS), template=BARE)
-    with pytest.raises(ModelError, match="no token probabilities"):
-        blind.answer("Why?")
+    for trigger in ("min", "mean", "dynamic", "content"):  # FLARE direct's token rules
+        with pytest.raises(ModelError, match=f"no token probabilities, which trigger={trigger} needs") as info:
+            blind.answer("Why?", settings=Settings(trigger=trigger))
+        assert "--trigger support" in str(info.value) and "\n" not in str(info.value)
+    assert blind.answer("Why?").stop_reason  # the default evidence trigger needs no probabilities
     ok = Flare(script(), MemoryRetriever(DOCS), Settings(method="single"), template=BARE)
     assert ok.answer("Why did the founder of Versace die?").sentences
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,37 @@ class SlowLM(ParrotLM):
             return stop_when(text) if stop_when else False
 
         return super().complete(prompt, max_tokens=max_tokens, stop=stop, stop_when=slow)
+
+
+class GatedLM(ParrotLM):
+    """A parrot whose every call waits until ``gate`` is set (a cancelled run stops waiting).
+
+    With the gate closed an answer holds its slot for as long as a test needs, without a clock.
+    ``calls`` counts the calls that reached the model.
+    """
+
+    def __init__(self, *, deaf: bool = False) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.calls = 0
+        self.deaf = deaf  # True: keep waiting after the run is cancelled (a call that cannot be cut)
+
+    def complete(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (),
+                 stop_when: StopWhen | None = None,
+                 logit_bias: Mapping[str, float] | None = None) -> Completion:  # fmt: skip
+        self.calls += 1
+        while not self.gate.wait(0.02):
+            if not self.deaf and stop_when is not None and stop_when(""):  # the server's check: is the run cancelled?
+                return Completion("", (), "stop", generated_tokens=0)
+        return super().complete(prompt, max_tokens=max_tokens, stop=stop, stop_when=stop_when)
+
+
+def wait_until(check: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
+    """Poll ``check`` until it holds; fail with ``what`` if it never does (a guard, not a timing)."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.02)
 
 
 def _play(pieces: list[tuple[str, float]], max_tokens: int, stop_when: StopWhen | None) -> Completion:

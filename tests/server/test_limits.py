@@ -37,7 +37,7 @@ def slow() -> SlowLM:
 
 @pytest.fixture()
 def server(index_dir: Path, slow: SlowLM) -> Iterator[LiveServer]:
-    limits = Limits(max_concurrency=1, max_body_bytes=2_000, max_sentences=3, heartbeat_seconds=0.2)
+    limits = Limits(max_concurrency=1, max_queue=0, max_body_bytes=2_000, max_sentences=3, heartbeat_seconds=0.2)
     with _serve(index_dir, slow, limits) as live:
         yield live
 

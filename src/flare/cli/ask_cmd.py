@@ -9,8 +9,11 @@ from typing import Any
 import click
 
 from flare.cli.narrate import KeepLast, narrate
-from flare.cli.options import model_spec_of, run_options, settings_from
+from flare.cli.options import flag_values, model_spec_of, run_options, settings_from
+from flare.config import Settings
+from flare.config_file import configured_values
 from flare.engine.loop import Flare, check_question
+from flare.lm.base import LanguageModel
 from flare.lm.registry import resolve_model
 from flare.retrieve.filters import Filters
 from flare.retrieve.registry import open_retriever
@@ -49,6 +52,10 @@ def ask(
     retriever = open_retriever(index_spec)
     retriever.check_filters(flt)  # rejects unknown filter fields before the model loads
     lm = resolve_model(model_spec_of(model_spec, settings), n_threads=threads)
+    chosen = set(configured_values(opts.get("config_path"))) | set(flag_values(opts))
+    settings, note = fit_to_model(settings, lm, chosen=chosen)
+    if verbose:
+        click.echo(note, err=True)
     tracer: Tracer = (
         JsonlTracer(trace_path, record_content=trace_content) if trace_path else NullTracer()
     )
@@ -60,3 +67,27 @@ def ask(
     click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2) if as_json else answer.render())
     if not as_json and answer.stop_reason != "end":
         click.echo(f"\n(stopped: {answer.stop_reason})", err=True)
+
+
+TOKEN_TRIGGERS = ("min", "mean", "dynamic", "content")
+
+
+def fit_to_model(settings: Settings, lm: LanguageModel, *, chosen: set[str]) -> tuple[Settings, str]:
+    """The settings to run ``lm`` with, and a line saying what the model can do and what was picked.
+
+    A trigger nobody chose (flag, config file or environment) that reads token probabilities the
+    model does not report becomes the evidence trigger; a chosen one is left to fail with its
+    one-line error.
+    """
+    logprobs = lm.supports_logprobs
+    scoring = bool(getattr(lm, "supports_scoring", False))
+    can = f"token logprobs {'yes' if logprobs else 'no'}, scoring {'yes' if scoring else 'no'}"
+    how = getattr(lm, "continuation", None)
+    if isinstance(how, str):
+        can += f", continues the answer by {how}"
+    picked = ""
+    if not logprobs and settings.trigger in TOKEN_TRIGGERS and "trigger" not in chosen:
+        settings = settings.with_overrides(trigger="support")
+        picked = " (picked: the token triggers need logprobs)"
+    source = "chosen" if "trigger" in chosen else "default"
+    return settings, f"model {lm.name}: {can}; method={settings.method}, trigger={settings.trigger} ({source}){picked}"

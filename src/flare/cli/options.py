@@ -86,7 +86,8 @@ def run_options(func: F) -> F:
     return click.option("--model", "model_spec", default=None, metavar="SPEC",
                         help="qwen1.5b (default; env FLARE_MODEL or model= in the config file), qwen0.5b, "
                              "gemma3, smollm2, a path to a .gguf file, xllamacpp:MODEL (parallel slots "
-                             "in-process) or openai:URL#MODEL (a server).")(func)  # fmt: skip
+                             "in-process), openai:URL#MODEL (a completions server), openai-chat:URL#MODEL "
+                             "(any chat API) or hf:MODEL (transformers).")(func)  # fmt: skip
 
 
 def model_spec_of(model_spec: str | None, settings: Settings) -> str:

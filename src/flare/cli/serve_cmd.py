@@ -1,7 +1,17 @@
-"""``flare serve``: the HTTP API (JSON, server-sent events, OpenAI-compatible chat) over an index."""
+"""``flare serve``: the HTTP API (JSON, server-sent events, OpenAI-compatible chat) over an index.
+
+Signals: SIGTERM or SIGINT drains the server (new requests get 503, answers in flight get
+``--shutdown-grace`` seconds, then end with a clean error; traces are flushed) and it exits 0; a
+second one cuts the answers at once. SIGHUP reloads the index (a rebuilt one is also noticed on
+its own every ``--index-poll`` seconds).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +49,36 @@ from flare.retrieve.base import Retriever
     type=click.IntRange(min=1),
     default=4,
     show_default=True,
-    help="Answers in progress at once; more get HTTP 429.",
+    help="Answers in progress at once; more wait in the queue.",
+)
+@click.option(
+    "--max-queue",
+    type=click.IntRange(min=0),
+    default=8,
+    show_default=True,
+    help="Requests that may wait for an answer slot; more get HTTP 429 (0: no queue).",
+)
+@click.option(
+    "--queue-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds a request may wait for a slot before it gets HTTP 429.",
+)
+@click.option(
+    "--shutdown-grace",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="On SIGTERM: seconds answers in flight may take to finish before they are cut.",
+)
+@click.option(
+    "--index-poll",
+    "index_poll",
+    type=click.FloatRange(min=0),
+    default=2.0,
+    show_default=True,
+    help="Seconds between looks for a rebuilt index (0: only on SIGHUP).",
 )
 @click.option(
     "--max-body-bytes",
@@ -94,6 +133,10 @@ def serve(
     host: str,
     port: int,
     max_concurrency: int,
+    max_queue: int,
+    queue_timeout: float,
+    shutdown_grace: float,
+    index_poll: float,
     max_body_bytes: int,
     trace_path: Path | None,
     trace_store: str | None,
@@ -117,6 +160,7 @@ def serve(
         from flare.server import KeyStore, Limits, create_app
         from flare.server.app import check_principals
         from flare.server.logs import configure
+        from flare.server.reload import IndexSource, watch_paths
     except ImportError as err:
         raise ConfigError(
             f"the server needs packages that are not installed ({err.name})",
@@ -130,11 +174,21 @@ def serve(
 
     settings = settings_from(opts)
     keys = KeyStore.load(keys_path)
-    retriever = open_retriever(index_spec)
-    probe(retriever, index_spec)
+
+    def opened() -> Retriever:
+        found = open_retriever(index_spec)
+        probe(found, index_spec)
+        return found
+
+    source = IndexSource(opened, watch=watch_paths(index_spec))
+    retriever = source.open()
     check_principals(retriever, keys)
     limits = Limits(
         max_concurrency=max_concurrency,
+        max_queue=max_queue,
+        queue_timeout=queue_timeout,
+        shutdown_grace=shutdown_grace,
+        index_poll_seconds=index_poll,
         max_body_bytes=max_body_bytes,
         max_seconds=settings.max_seconds,
         max_retrievals=settings.max_retrievals,
@@ -160,17 +214,68 @@ def serve(
     configure(log_level)
     click.echo(f"flare: serving {index_spec} on http://{host}:{port} (viewer: /viewer/; "
                f"traces: {store.name})", err=True)  # fmt: skip
+    app = create_app(engine, keys, limits, traces=store, index=source)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,  # flare.server writes one JSON line per request instead
+        timeout_graceful_shutdown=5,  # after the drain: for connections that are still open
+    )
+    server = _server(config, app)
     try:
-        uvicorn.run(
-            create_app(engine, keys, limits, traces=store),
-            host=host,
-            port=port,
-            log_level=log_level,
-            access_log=False,  # flare.server writes one JSON line per request instead
-            timeout_graceful_shutdown=5,
-        )
+        server.run()
     finally:
-        store.close()
+        store.close()  # the trace store is flushed and closed after the last answer
+    if not server.started:
+        raise SystemExit(3)  # start-up failed; the lifespan logged why
+
+
+def _server(config: Any, app: Any) -> Any:
+    """uvicorn's server with flare's signals: SIGTERM/SIGINT drain the app, SIGHUP reloads the index.
+
+    uvicorn's own handlers would close the listening socket at once (new requests could not be
+    told 503) and raise the signal again at exit (status 143); these drain, then exit 0.
+    """
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def __init__(self) -> None:
+            super().__init__(config)
+            self._drain: asyncio.Task[None] | None = None
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self._stop)
+            loop.add_signal_handler(signal.SIGHUP, self._reload)
+            try:
+                yield
+            finally:
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                    loop.remove_signal_handler(sig)
+
+        def _stop(self) -> None:
+            if self._drain is None:
+                self._drain = asyncio.ensure_future(self._drain_then_exit())
+            elif getattr(app.state, "service", None) is not None:
+                app.state.service.cut_all()  # a second signal: end the answers now
+
+        async def _drain_then_exit(self) -> None:
+            try:
+                if getattr(app.state, "service", None) is not None:  # else still starting: just stop
+                    await app.state.drain()
+            finally:
+                self.should_exit = True
+
+        def _reload(self) -> None:
+            reloader = getattr(app.state, "reloader", None)
+            if reloader is not None:
+                reloader.request()
+
+    return Server()
 
 
 def probe(retriever: Retriever, spec: str) -> None:

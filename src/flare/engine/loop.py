@@ -88,9 +88,10 @@ class Flare:
         question = check_question(question)
         policy = policy_for(s)
         if policy.needs_logprobs and s.theta > 0 and not self.lm.supports_logprobs:
+            rule = f"trigger={s.trigger}" if s.method == "flare" else f"method {s.method!r}"
             raise ModelError(
-                f"model {self.lm.name!r} reports no token probabilities, which FLARE direct needs",
-                "use a backend with logprobs, or --method single / none",
+                f"model {self.lm.name!r} reports no token probabilities, which {rule} needs",
+                "use --trigger support (the evidence trigger, which needs none), or --method single, none or instruct",
             )
         flt = filters or Filters()
         template = self.template_for(s, question)

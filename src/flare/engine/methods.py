@@ -112,7 +112,7 @@ def prompt_style(method: str) -> PromptStyle:
     return method_entry(method).style
 
 
-register_policy("flare", lambda s: policies.FlareDirect())
+register_policy("flare", lambda s: policies.FlareDirect(needs_logprobs=s.trigger != "support"))
 register_policy("single", lambda s: policies.SingleRetrieval())
 register_policy("none", lambda s: policies.NoRetrieval())
 register_policy("previous_window", lambda s: baselines.PreviousWindow())

@@ -23,6 +23,7 @@ from flare.engine.step import OMIT, Commit, Outcome, Piece, StepContext, StepGen
 from flare.query.explicit import ask_questions, low_spans
 from flare.query.implicit import masked_query
 from flare.text import content_words, fold, join_words, words
+from flare.types import TokenLogprob
 from flare.verify.support import subject
 
 MIN_QUERY_WORDS = 2  # fewer content words than this and a masked draft is not a query
@@ -58,7 +59,10 @@ class FlareDirect:
     """FLARE direct: draft without documents, retrieve and regenerate only when unsure."""
 
     name = "flare"
-    needs_logprobs = True
+
+    def __init__(self, *, needs_logprobs: bool = True) -> None:
+        # The evidence trigger (trigger=support) reads no token probabilities; the others do.
+        self.needs_logprobs = needs_logprobs
 
     def step(self, ctx: StepContext) -> StepGen:
         if ctx.index == 0:
@@ -147,14 +151,16 @@ def form_queries(ctx: StepContext, piece: Piece, *, drop: frozenset[str] = froze
     known = content_words(f"{ctx.run.question} {ctx.run.answer_so_far}")
     drop = drop - known
     queries: list[str] = []
+    # A model without logprobs gives no tokens: every word of its draft counts as sure.
+    tokens = piece.tokens if piece.tokens or not piece.text else (TokenLogprob(piece.text, 0.0),)
     if s.query == "explicit":
-        spans = low_spans(piece.tokens, s.beta)
+        spans = low_spans(tokens, s.beta)
         if spans:
             t0 = time.perf_counter()
             context = f"{ctx.run.answer_so_far} {piece.text}".strip()
             queries = ask_questions(ctx.lm, ctx.run.question, context, spans, language=ctx.template.language)
             ctx.record.timings["questions"] = round(time.perf_counter() - t0, 4)
-    masked = _without(masked_query(piece.tokens, s.beta, keep=known), drop)
+    masked = _without(masked_query(tokens, s.beta, keep=known), drop)
     if not queries:
         usable = len(content_words(masked)) >= MIN_QUERY_WORDS
         queries = [_with_subject(ctx, piece.text, masked, drop)] if usable else []

@@ -140,13 +140,16 @@ class OpenAIHTTPModel:
         """Whether the server returns token logprobs (probed once with a one-token request)."""
         with self._probing:
             if self._logprobs is None:
-                body = self._post("/completions", self._body("Hello", 1, (), True, None))
-                self._logprobs = first_choice(body).get("logprobs") not in (None, {})
+                self._logprobs = self._probe_logprobs()
             return self._logprobs
 
     @supports_logprobs.setter
     def supports_logprobs(self, value: bool) -> None:
         self._logprobs = value
+
+    def _probe_logprobs(self) -> bool:
+        body = self._post(self.endpoint, self._body("Hello", 1, (), True, None))
+        return first_choice(body).get("logprobs") not in (None, {})
 
     @property
     def chat_template(self) -> str | None:
@@ -210,9 +213,10 @@ class OpenAIHTTPModel:
                 text, pieces, finish, generated = cap(*streamed[:3], max_tokens)
                 # A closed stream sends no usage; llama.cpp's timings_per_token gives it early.
                 usage = streamed[3] or {"prompt_tokens": self._count_prompt(prompt)}
-                return completion(text, pieces, finish, usage, generated, start)
+                # Without logprobs the streamed chunks only count tokens: a completion has none.
+                return completion(text, pieces if want else [], finish, usage, generated, start)
         choice, usage = self._complete_once(body)
-        text, finish = str(choice.get("text") or ""), finish_reason(choice.get("finish_reason"))
+        text, finish = self._choice_text(choice), finish_reason(choice.get("finish_reason"))
         text, pieces, truncated = pieces_of(choice, text, want)
         whole = text
         text, pieces, finish = apply_stop_when(text, pieces, finish, stop_when, want, truncated)
@@ -246,6 +250,18 @@ class OpenAIHTTPModel:
         self.close()
 
     # -- requests ----------------------------------------------------------------------------
+    # The endpoint and the three hooks below are what a chat-completions backend
+    # (flare.lm.openai_chat) changes; retries, streaming, logprob alignment and tokenizing are shared.
+
+    endpoint = "/completions"
+
+    def _choice_text(self, choice: Mapping[str, Any]) -> str:
+        """The generated text of a whole (not streamed) choice."""
+        return str(choice.get("text") or "")
+
+    def _chunk_text(self, choice: Mapping[str, Any]) -> str:
+        """The text a streamed chunk's choice adds."""
+        return str(choice.get("text") or "")
 
     def _body(
         self,
@@ -266,7 +282,7 @@ class OpenAIHTTPModel:
         return body
 
     def _complete_once(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        answer = self._post("/completions", body)
+        answer = self._post(self.endpoint, body)
         usage = answer.get("usage")
         timings = answer.get("timings")  # llama.cpp reports evaluated prompt tokens here
         usage = dict(usage) if isinstance(usage, dict) else {}
@@ -286,7 +302,7 @@ class OpenAIHTTPModel:
         """
         want = "logprobs" in body
         for attempt in range(2):
-            events = self._stream("/completions", {**body, "stream": True})
+            events = self._stream(self.endpoint, {**body, "stream": True})
             try:
                 with contextlib.closing(events):  # returning early closes the connection at once
                     return self._read_stream(events, stop_when, want)
@@ -299,9 +315,8 @@ class OpenAIHTTPModel:
                     ) from None
         raise AssertionError("unreachable")
 
-    @staticmethod
     def _read_stream(
-        events: Iterator[dict[str, Any]], stop_when: StopWhen, want: bool
+        self, events: Iterator[dict[str, Any]], stop_when: StopWhen, want: bool
     ) -> tuple[str, list[Piece], FinishReason, dict[str, Any]] | None:
         text, pieces, received = "", list[Piece](), False
         finish: FinishReason | None = None  # until the server says why it stopped
@@ -313,7 +328,7 @@ class OpenAIHTTPModel:
             if not usage and isinstance(timings, dict) and (evaluated := _evaluated(timings)) is not None:
                 usage = {"prompt_tokens": int(timings.get("cache_n") or 0) + evaluated, "_evaluated": evaluated}
             choice = first_choice(chunk)
-            part = str(choice.get("text") or "")
+            part = self._chunk_text(choice)
             raw = streamed_tokens(choice.get("logprobs"))
             if want and raw and not part:
                 if not isinstance((choice.get("logprobs") or {}).get("content"), list):

@@ -109,7 +109,7 @@ def streamed_tokens(logprobs: object) -> list[tuple[str, float]]:
 
 
 def _join_tail(pieces: list[Piece], spelled: str, tail: str) -> tuple[list[Piece], str]:
-    """Text that llama.cpp's server sent with no ``content`` entry, joined to the last piece.
+    """Text that llama.cpp's server (completions or chat) sent with no ``content`` entry, joined to the last piece.
 
     The server reports a token only once it completes a character and is not cut by a stop
     string, so two ends of a text have no entry: the part before a stop string of the token it

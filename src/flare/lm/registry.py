@@ -173,6 +173,20 @@ def _openai(rest: str, **options: Any) -> LanguageModel:
     return from_spec(rest, **options)
 
 
+def _openai_chat(rest: str, **options: Any) -> LanguageModel:
+    try:
+        from flare.lm.openai_chat import from_spec
+    except ImportError as err:
+        raise ModelError(f"the openai-chat: backend needs {err.name}, which is not installed", OPENAI_HINT) from None
+    return from_spec(rest, **options)
+
+
+def _hf(rest: str, **options: Any) -> LanguageModel:
+    from flare.lm.hf import from_spec  # imports torch and transformers only when it loads
+
+    return from_spec(rest, **options)
+
+
 def _scripted(rest: str, **options: Any) -> LanguageModel:
     """``scripted:FILE.json``: a scripted fake model (no weights; llama.cpp options are ignored)."""
     from flare.testing.script_file import load_script
@@ -196,3 +210,5 @@ for _model in BUNDLED.values():
 register_model("openai", _openai)
 register_model("scripted", _scripted)
 register_model("xllamacpp", _xllamacpp)
+register_model("openai-chat", _openai_chat)
+register_model("hf", _hf)

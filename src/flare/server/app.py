@@ -16,10 +16,20 @@ it accepts requests. The engine's ``settings`` are the default for every answer,
 opened at start-up and closed at shutdown (``"sqlite:PATH"``, ``"postgresql://…"``, ``"memory"``,
 see :mod:`flare.server.traces`) with ``limits.max_traces`` and ``limits.max_trace_age_days`` as
 retention. The default keeps the last ``max_traces`` in memory.
+
+``index`` (an :class:`~flare.server.reload.IndexSource`) lets the server serve a rebuilt index
+without a restart: it is watched every ``limits.index_poll_seconds`` and reloaded on request
+(``app.state.reloader.request()``, what SIGHUP does in ``flare serve``).
+
+``await app.state.drain()`` drains the server, what ``flare serve`` does on SIGTERM: new
+requests get 503, answers in flight get ``limits.shutdown_grace`` seconds to finish, then are
+ended with a clean error (their traces stored), and it returns once their responses are sent.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -36,15 +46,19 @@ from flare.engine.loop import Flare
 from flare.errors import ConfigError, FlareError
 from flare.retrieve.base import Retriever
 from flare.server import chat, routes
+from flare.server.admission import Gate
 from flare.server.auth import KeyStore
 from flare.server.errors import ApiError
-from flare.server.limits import Gate, Limits
+from flare.server.limits import Limits
 from flare.server.metrics import Metrics
+from flare.server.reload import IndexReloader, IndexSource
 from flare.server.runner import Service
 from flare.server.traces import MemoryTraceStore, TraceStore, open_trace_store
 
 log = logging.getLogger("flare.server")
 _ROUTE_LABELS = ("/v1/answers", "/v1/chat/completions", "/v1/models", "/healthz", "/metrics")
+_ANSWER_ROUTES = ("/v1/answers", "/v1/chat/completions")
+CUT_WAIT = 15.0  # seconds, after the grace period, for cut answers to stop and their responses to end
 
 
 def create_app(
@@ -52,11 +66,13 @@ def create_app(
     keys: KeyStore,
     limits: Limits | None = None,
     traces: TraceStore | str | None = None,
+    index: IndexSource | None = None,
 ) -> Starlette:
     """The flare HTTP API (see ``docs/serving.md``) around one engine."""
     limits = limits or Limits()
-    gate = Gate(limits.max_concurrency)
-    metrics = Metrics(lambda: gate.active)
+    metrics = Metrics(lambda: gate.active, lambda: _gauges(app))
+    gate = Gate(limits.max_concurrency, limits.max_queue, limits.queue_timeout, metrics)
+    open_answers = _Open()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -68,14 +84,39 @@ def create_app(
         store = await anyio.to_thread.run_sync(_open_store, traces, limits)
         service = Service(flare, gate, store, metrics)
         app.state.service = service
+        tasks: list[asyncio.Task[None]] = []
+        if index is not None:
+            reloader = IndexReloader(index, service, metrics, poll_seconds=limits.index_poll_seconds,
+                                     check=lambda retriever: check_principals(retriever, keys))  # fmt: skip
+            app.state.reloader = reloader
+            tasks.append(asyncio.create_task(reloader.run(), name="flare-index-reloader"))
         log.info("ready", extra={"fields": {"event": "ready", "model": flare.lm.name,
                                             "principals": len(keys.principals)}})  # fmt: skip
         try:
             yield
         finally:
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             service.cancel_all()
+            await anyio.to_thread.run_sync(service.wait_idle, CUT_WAIT)
             if store is not traces:  # opened here from a spec: ours to close
                 store.close()
+
+    async def drain() -> None:
+        """Stop admitting, give answers in flight ``shutdown_grace`` s, then cut them; idempotent."""
+        service: Service = app.state.service
+        if not gate.draining:
+            gate.drain(limits.shutdown_grace)
+            log.info("draining", extra={"fields": {"event": "draining", "in_flight": service.running,
+                                                   "grace_seconds": limits.shutdown_grace}})  # fmt: skip
+        if not await anyio.to_thread.run_sync(service.wait_idle, limits.shutdown_grace):
+            cut = service.cut_all()
+            log.warning("shutdown grace over: answers cut", extra={"fields": {"event": "drain_cut", "cut": cut}})
+            await anyio.to_thread.run_sync(service.wait_idle, CUT_WAIT)
+        await open_answers.wait_empty(CUT_WAIT)  # the cut answers' error events have been sent
+        log.info("drained", extra={"fields": {"event": "drained"}})
 
     app = Starlette(
         routes=[*routes.ROUTES, *chat.ROUTES],
@@ -85,8 +126,51 @@ def create_app(
     app.state.keys = keys
     app.state.limits = limits
     app.state.metrics = metrics
-    app.add_middleware(_AccessLog, metrics=metrics)
+    app.state.reloader = None
+    app.state.drain = drain
+    app.add_middleware(_AccessLog, metrics=metrics, open_answers=open_answers)
     return app
+
+
+def _gauges(app: Starlette) -> list[tuple[str, str, float]]:
+    service: Service | None = getattr(app.state, "service", None)
+    if service is None:
+        return []
+    gate = service.gate
+    return [
+        ("flare_slots_in_use", "Answer slots in use.", gate.active),
+        ("flare_slots", "Answer slots (max_concurrency).", gate.limit),
+        ("flare_queue_depth", "Requests waiting for a slot.", gate.waiting),
+        ("flare_queue_limit", "Most requests that may wait (max_queue).", gate.max_queue),
+        ("flare_draining", "1 while the server drains for shutdown.", int(gate.draining)),
+        ("flare_index_generation", "Generation of the served index (1 at start, +1 per reload).",
+         service.index.generation),
+    ]  # fmt: skip
+
+
+class _Open:
+    """How many answering requests are in progress (their responses not yet ended)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._empty = asyncio.Event()
+        self._empty.set()
+
+    def enter(self) -> None:
+        self.count += 1
+        self._empty.clear()
+
+    def leave(self) -> None:
+        self.count -= 1
+        if self.count <= 0:
+            self._empty.set()
+
+    async def wait_empty(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self._empty.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
 
 
 def _open_store(traces: TraceStore | str | None, limits: Limits) -> TraceStore:
@@ -115,9 +199,7 @@ def check_principals(retriever: Retriever, keys: KeyStore) -> None:
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    if exc.status == 429:
-        request.app.state.metrics.inc("flare_rejected_total", reason="concurrency")
-    elif exc.status in (401, 413):
+    if exc.status in (401, 413):  # admission counts its own refusals (429, 503)
         request.app.state.metrics.inc("flare_rejected_total", reason=str(exc.status))
     return exc.response()
 
@@ -131,9 +213,10 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
 class _AccessLog:
     """Request id, one JSON log line and a counter per HTTP request."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, open_answers: _Open) -> None:
         self.app = app
         self.metrics = metrics
+        self.open_answers = open_answers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -174,10 +257,15 @@ class _AccessLog:
                 record()  # before the last byte leaves: a client that has the response sees the line
             await send(message)
 
+        answering = scope.get("path") in _ANSWER_ROUTES
+        if answering:
+            self.open_answers.enter()
         try:
             await self.app(scope, receive, send_with_id)
         finally:
             record()  # a response that never finished (client gone, error)
+            if answering:
+                self.open_answers.leave()
 
 
 def _route_label(path: str) -> str:

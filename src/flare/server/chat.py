@@ -12,6 +12,7 @@ rendered answer with ``[n]`` markers and its source list; ``flare`` holds the st
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,10 +22,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from flare.config import Settings
 from flare.engine.events import Finished, Rewriting, Searching, SentenceAccepted
 from flare.engine.loop import MAX_QUESTION_CHARS
 from flare.server import sse
-from flare.server.answering import respond, start_answer
+from flare.server.answering import Queued, answer
 from flare.server.common import MAX_FILTERS, STRICT, FilterExpr, authenticate, error_for, parse
 from flare.server.errors import ApiError
 from flare.server.request_settings import request_values, with_setting_fields
@@ -69,16 +71,15 @@ async def chat_completions(request: Request) -> Response:
     out_tokens = min((t for t in asked if t is not None), default=None)
     if out_tokens is not None:
         given["max_output_tokens"] = out_tokens
-    started = await start_answer(request, principal, question, body.filters, given)
-    meta = {"id": f"chatcmpl-{started.run.id}", "created": int(time.time()), "model": service.engine.lm.name}
+    meta = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": service.engine.lm.name}
 
-    def render(answer: Answer) -> Response:
-        message = {"role": "assistant", "content": answer.render()}
-        choice = {"index": 0, "message": message, "finish_reason": finish_reason(answer), "logprobs": None}
-        return JSONResponse({**meta, "object": "chat.completion", "choices": [choice], "flare": answer.to_dict()})
+    def render(done: Answer, settings: Settings) -> Response:
+        message = {"role": "assistant", "content": done.render()}
+        choice = {"index": 0, "message": message, "finish_reason": finish_reason(done), "logprobs": None}
+        return JSONResponse({**meta, "object": "chat.completion", "choices": [choice], "flare": done.to_dict()})
 
-    return await respond(started, request, stream=body.stream, encode=lambda items: _chunks(items, meta, request),
-                         render=render)  # fmt: skip
+    return await answer(request, principal, question, body.filters, given, stream=body.stream,
+                        encode=lambda items: _chunks(items, meta, request), render=render)  # fmt: skip
 
 
 def finish_reason(answer: Answer) -> str:
@@ -86,7 +87,9 @@ def finish_reason(answer: Answer) -> str:
     return "length" if answer.stop_reason.startswith("max_") else "stop"
 
 
-async def _chunks(events: AsyncIterator[Item | None], meta: dict[str, Any], request: Request) -> AsyncIterator[bytes]:
+async def _chunks(
+    events: AsyncIterator[Item | Queued | None], meta: dict[str, Any], request: Request
+) -> AsyncIterator[bytes]:
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         return sse.message(None, {**meta, "object": "chat.completion.chunk", "choices": [choice], **extra})
@@ -96,6 +99,8 @@ async def _chunks(events: AsyncIterator[Item | None], meta: dict[str, Any], requ
     async for item in events:
         if item is None:
             yield sse.comment("keep-alive")
+        elif isinstance(item, Queued):
+            yield sse.comment(f"queued position={item.position} queue_depth={item.depth}")
         elif isinstance(item, Failure):
             yield sse.message(None, error_for(item.error, request).body())
             return

@@ -31,6 +31,7 @@ M = TypeVar("M", bound=BaseModel)
 STRICT = ConfigDict(strict=True, allow_inf_nan=False)
 FilterExpr = Annotated[str, StringConstraints(max_length=MAX_FILTER_CHARS)]
 MAX_FILTERS = 16
+UTF8_BOM = b"\xef\xbb\xbf"
 _FIELD_HINT = "filter on a metadata field of this index; the operator can tell you which ones exist"
 
 
@@ -63,7 +64,11 @@ def check_media_type(content_type: str | None) -> None:
 
 def validate(model: type[M], raw: bytes) -> M:
     """Parse and validate ``raw`` (linear time; pydantic's parser also refuses lone surrogates,
-    NaN and Infinity, and nesting deeper than a few hundred levels)."""
+    NaN and Infinity, and nesting deeper than a few hundred levels).
+
+    A leading UTF-8 byte-order mark is ignored, as RFC 8259 allows (some Windows tools write one).
+    """
+    raw = raw.removeprefix(UTF8_BOM)
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -117,6 +122,8 @@ def settings_for(request: Request, given: dict[str, Any]) -> Settings:
 
 def error_for(error: BaseException, request: Request) -> ApiError:
     """The HTTP error for a worker failure; internal details stay in the server log."""
+    if isinstance(error, ApiError):
+        return error
     if isinstance(error, InputError | FilterError | ConfigError):
         return ApiError(400, "invalid_request_error", str(error))
     rid = getattr(request.state, "request_id", "?")

@@ -1,13 +1,14 @@
-"""Operational limits of the server: budgets per answer, request size and concurrency.
+"""Operational limits of the server: budgets per answer, request size, concurrency and lifecycle.
 
 Each limit exists so that one caller cannot take the machine from the others: budgets bound the
-work of one answer (SPEC C2), the body limit bounds memory per request, and the concurrency
-gate bounds how many answers wait on the single language model at once.
+work of one answer (SPEC C2), the body limit bounds memory per request, and the admission gate
+(:mod:`flare.server.admission`) bounds how many answers run on the model at once and how many
+wait for a slot. ``shutdown_grace`` and ``index_poll_seconds`` say how the server drains on
+SIGTERM and how often it looks for a rebuilt index.
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, fields
 
 from starlette.requests import Request
@@ -17,6 +18,7 @@ from flare.errors import ConfigError
 from flare.server.errors import ApiError
 
 BUDGETS: tuple[str, ...] = ("max_seconds", "max_retrievals", "max_output_tokens", "max_sentences")
+_ZERO_OK = frozenset({"max_retrievals", "max_queue", "shutdown_grace", "index_poll_seconds"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +30,9 @@ class Limits:
         create_app(engine, keys, Limits(max_concurrency=2, max_seconds=30))
     """
 
-    max_concurrency: int = 4  # answers in progress at once; the next one gets 429
+    max_concurrency: int = 4  # answers in progress at once; the next ones wait in the queue
+    max_queue: int = 8  # requests waiting for a slot; beyond them 429 (0: no queue, refuse at once)
+    queue_timeout: float = 30.0  # seconds a request may wait for a slot before it gets 429
     max_body_bytes: int = 64_000  # a question is at most 4,000 characters; 64 kB is plenty
     max_seconds: float = 60.0
     max_retrievals: int = 8
@@ -37,11 +41,13 @@ class Limits:
     max_traces: int = 1000  # traces kept for GET /v1/traces/{id}, oldest dropped (flare serve: 100,000)
     max_trace_age_days: float = 30.0  # older traces are deleted and never served
     heartbeat_seconds: float = 10.0  # SSE comment when nothing else was sent, keeps proxies open
+    shutdown_grace: float = 30.0  # SIGTERM: seconds answers in flight may take to finish (0: cut at once)
+    index_poll_seconds: float = 2.0  # how often to look for a rebuilt index (0: only on SIGHUP)
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if value < 0 or (value == 0 and f.name != "max_retrievals"):
+            if value < 0 or (value == 0 and f.name not in _ZERO_OK):
                 raise ConfigError(f"limit {f.name}={value} is out of range", f"set {f.name} above 0")
 
 
@@ -63,38 +69,6 @@ def budget_settings(base: Settings, limits: Limits, requested: dict[str, float |
             value = min(value, asked)
         changes[name] = value
     return base.with_overrides(**changes)
-
-
-class Gate:
-    """Counts answers in progress; :meth:`enter` fails when ``limit`` are running.
-
-    Released from the worker thread when generation has really stopped, not when the response
-    ends, so a client that disconnects frees its slot only once the model is free again.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._lock = threading.Lock()
-        self._active = 0
-
-    @property
-    def active(self) -> int:
-        return self._active
-
-    def enter(self) -> None:
-        with self._lock:
-            if self._active >= self.limit:
-                raise ApiError(
-                    429,
-                    "rate_limit_exceeded",
-                    f"the server is busy: {self._active} answers in progress (limit {self.limit}); retry shortly",
-                    headers={"Retry-After": "1"},
-                )
-            self._active += 1
-
-    def leave(self) -> None:
-        with self._lock:
-            self._active = max(0, self._active - 1)
 
 
 async def read_body(request: Request, limit: int) -> bytes:

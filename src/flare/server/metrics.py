@@ -11,7 +11,14 @@ Exposed at ``GET /metrics``:
 * ``flare_answer_seconds`` — end-to-end latency of an answer (p50/p95 via
   ``histogram_quantile``), ``flare_http_requests_total{route,status}``, ``flare_in_flight``,
   ``flare_rejected_total{reason}``, ``flare_cancelled_total`` (client went away) and
-  ``flare_trace_store_errors_total`` (an answer whose trace the store refused).
+  ``flare_trace_store_errors_total`` (an answer whose trace the store refused at first);
+* admission: ``flare_slots_in_use``, ``flare_slots``, ``flare_queue_depth`` (gauges),
+  ``flare_queue_waits_total`` (requests that had to wait) and ``flare_queue_wait_seconds``;
+  ``flare_rejected_total{reason}`` counts ``queue_full``, ``queue_timeout``, ``concurrency`` (no
+  queue configured), ``draining``, ``401`` and ``413``;
+* the served index: ``flare_index_generation`` and ``flare_index_reloads_total{outcome}``;
+  traces: ``flare_traces_pending`` (kept in memory while the store is down) and
+  ``flare_traces_lost_total``.
 """
 
 from __future__ import annotations
@@ -22,26 +29,31 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0)
+WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 STAGE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 Labels = tuple[tuple[str, str], ...]
+Gauges = Callable[[], Sequence[tuple[str, str, float]]]
+"""Gauges read when rendering: ``(name, help, value)`` each."""
 
 
 class Metrics:
     """A small thread-safe registry of counters and histograms, rendered on demand."""
 
-    def __init__(self, in_flight: Callable[[], int] = lambda: 0) -> None:
+    def __init__(self, in_flight: Callable[[], int] = lambda: 0, gauges: Gauges = lambda: ()) -> None:
         self._lock = threading.Lock()
         self._counters: dict[str, dict[Labels, float]] = {}
         self._hist: dict[str, dict[Labels, list[float]]] = {}  # bucket counts..., sum, count
         self._buckets: dict[str, tuple[float, ...]] = {}
         self._help: dict[str, str] = {}
         self._in_flight = in_flight
+        self._gauges = gauges
         for name, text in _COUNTERS.items():
             self._help[name] = text
             self._counters[name] = {}
         self._histogram("flare_answer_seconds", "End-to-end seconds per answer.", LATENCY_BUCKETS)
         self._histogram("flare_stage_seconds", "Seconds per step and stage (from traces).", STAGE_BUCKETS)
+        self._histogram("flare_queue_wait_seconds", "Seconds a request waited in the queue for a slot.", WAIT_BUCKETS)
 
     def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
         key = _labels(labels)
@@ -100,6 +112,8 @@ class Metrics:
             "# TYPE flare_in_flight gauge",
             f"flare_in_flight {self._in_flight()}",
         ]
+        for name, text, value in self._gauges():
+            out += [f"# HELP {name} {text}", f"# TYPE {name} gauge", f"{name} {_num(value)}"]
         return "\n".join(out) + "\n"
 
     def _histogram(self, name: str, text: str, buckets: Sequence[float]) -> None:
@@ -119,12 +133,17 @@ _COUNTERS = {
     "flare_rejected_total": "Requests refused before generation, by reason.",
     "flare_cancelled_total": "Answers stopped because the client went away.",
     "flare_errors_total": "Answers that failed with an error.",
-    "flare_trace_store_errors_total": "Finished answers whose trace could not be stored.",
+    "flare_trace_store_errors_total": "Finished answers whose trace could not be stored at once.",
+    "flare_traces_lost_total": "Traces never stored (the store stayed down, or too many were pending).",
+    "flare_queue_waits_total": "Requests that waited in the queue for a slot.",
+    "flare_shutdown_cut_total": "Answers ended by the shutdown grace period running out.",
+    "flare_index_reloads_total": "Index reloads by outcome (loaded, refused).",
 }
 _COUNTER_LABELS = {
     "flare_http_requests_total": True,
     "flare_answers_total": True,
     "flare_rejected_total": True,
+    "flare_index_reloads_total": True,
 }
 
 

@@ -12,14 +12,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from flare.config import Settings
 from flare.engine.loop import MAX_QUESTION_CHARS
 from flare.server import sse
-from flare.server.answering import respond, start_answer
+from flare.server.answering import Queued, answer
 from flare.server.common import MAX_FILTERS, STRICT, FilterExpr, authenticate, error_for, parse
 from flare.server.errors import not_found
 from flare.server.limits import BUDGETS
 from flare.server.request_settings import request_values, with_setting_fields
 from flare.server.runner import Failure, Item, Service
+from flare.types import Answer
 
 VIEWER_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -46,20 +48,22 @@ async def answers(request: Request) -> Response:
     principal = authenticate(request)
     body = await parse(request, AnswerRequest)
     wants_stream = body.stream or "text/event-stream" in request.headers.get("accept", "")
-    started = await start_answer(request, principal, body.question, body.filters, request_values(body))
-    budgets = {name: getattr(started.settings, name) for name in BUDGETS}
-    return await respond(
-        started, request, stream=wants_stream,
-        encode=lambda items: _flare_stream(items, request),
-        render=lambda answer: JSONResponse({"object": "flare.answer", **answer.to_dict(), "budgets": budgets}),
-    )  # fmt: skip
+
+    def render(done: Answer, settings: Settings) -> Response:
+        budgets = {name: getattr(settings, name) for name in BUDGETS}
+        return JSONResponse({"object": "flare.answer", **done.to_dict(), "budgets": budgets})
+
+    return await answer(request, principal, body.question, body.filters, request_values(body), stream=wants_stream,
+                        encode=lambda items: _flare_stream(items, request), render=render)  # fmt: skip
 
 
-async def _flare_stream(events: AsyncIterator[Item | None], request: Request) -> AsyncIterator[bytes]:
+async def _flare_stream(events: AsyncIterator[Item | Queued | None], request: Request) -> AsyncIterator[bytes]:
     yield sse.comment(sse.SSE_VERSION)
     async for item in events:
         if item is None:
             yield sse.comment("keep-alive")
+        elif isinstance(item, Queued):
+            yield sse.queued(item.position, item.depth)
         elif isinstance(item, Failure):
             yield sse.flare_error(error_for(item.error, request).body())
             return
@@ -93,18 +97,26 @@ def caller_view(trace: dict[str, Any]) -> dict[str, Any]:
 
 
 async def health(request: Request) -> Response:
+    """``GET /healthz``: 200 ``ok`` while serving, 503 ``draining`` once shutdown began (so balancers stop)."""
     service: Service = request.app.state.service
-    return JSONResponse(
-        {
-            "status": "ok",
-            "model": service.engine.lm.name,
-            "retriever": service.engine.retriever.name,
-            "in_flight": service.gate.active,
-            "max_concurrency": service.gate.limit,
-            "lm_parallel": service.lm_parallel,
-            "trace_store": service.traces.name.partition(":")[0],  # the kind only: no path or host
-        }
-    )
+    gate = service.gate
+    reloader = request.app.state.reloader
+    index: dict[str, Any] = {"generation": service.index.generation, "loaded_at": round(service.index.loaded_at, 3)}
+    if reloader is not None and reloader.refused:
+        index["refused"] = "a rebuilt index failed its checks; the previous one is serving (see the server log)"
+    body = {
+        "status": "draining" if gate.draining else "ok",
+        "model": service.engine.lm.name,
+        "retriever": service.index.retriever.name,
+        "in_flight": gate.active,
+        "max_concurrency": gate.limit,
+        "queue_depth": gate.waiting,
+        "max_queue": gate.max_queue,
+        "lm_parallel": service.lm_parallel,
+        "trace_store": service.traces.name.partition(":")[0],  # the kind only: no path or host
+        "index": index,
+    }
+    return JSONResponse(body, status_code=503 if gate.draining else 200)
 
 
 async def metrics(request: Request) -> Response:

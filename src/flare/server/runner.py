@@ -11,7 +11,11 @@ pushes events to an asyncio queue. How LM calls of concurrent answers meet depen
   (:class:`SharedRetriever`: searches take milliseconds). Per-answer state — the prompt prefix,
   the trace, the budgets — lives in the answer's own engine, never in the shared wrapper;
 * when the client goes away the run is cancelled: the LM stops after its current token, the
-  next LM call raises :class:`Cancelled`, and the engine's generator is closed.
+  next LM call raises :class:`Cancelled`, and the engine's generator is closed;
+* every run keeps the index it started with (:class:`ServedIndex`): a reload swaps the service's
+  index for new runs only, and the old one is released when its last run ends;
+* a run cut by the end of the shutdown grace period (:meth:`Service.cut_all`) ends with a 503
+  error item and stores a trace of what it had sent, ``stop_reason="shutdown"``.
 """
 
 from __future__ import annotations
@@ -24,17 +28,20 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from flare.config import Settings
-from flare.engine.events import Event, Finished
+from flare.engine.events import Event, Finished, SentenceAccepted
 from flare.engine.loop import Flare
 from flare.lm.base import LanguageModel, ScoringModel, StopWhen, parallel_calls
 from flare.retrieve.base import Retriever
 from flare.retrieve.filters import Filters
+from flare.server.admission import Gate
 from flare.server.auth import Principal
-from flare.server.limits import Gate
+from flare.server.errors import ApiError
 from flare.server.metrics import Metrics
 from flare.server.traces import CaptureTracer, TraceStore
+from flare.trace.schema import TraceRecord
 from flare.trace.tracers import NullTracer, Tracer
 from flare.types import Completion, Hit
 
@@ -118,6 +125,15 @@ class SharedRetriever:
 
 
 @dataclass(frozen=True, slots=True)
+class ServedIndex:
+    """The index answers start on: one generation of it (1 at start-up, +1 per reload)."""
+
+    retriever: SharedRetriever
+    generation: int
+    loaded_at: float  # Unix seconds
+
+
+@dataclass(frozen=True, slots=True)
 class Failure:
     """The worker raised ``error``; the route turns it into an HTTP or SSE error."""
 
@@ -129,7 +145,11 @@ Item = Event | Failure
 
 
 class Service:
-    """Everything the routes share: the engine, locks, the gate, traces and metrics."""
+    """Everything the routes share: the engine, locks, the gate, the index, traces and metrics.
+
+    The slot of a run is taken by the caller (:mod:`flare.server.answering`, through the gate)
+    and released here when the run's worker ends.
+    """
 
     def __init__(self, engine: Flare, gate: Gate, traces: TraceStore, metrics: Metrics) -> None:
         self.engine = engine
@@ -138,17 +158,40 @@ class Service:
         self.metrics = metrics
         self.lm_parallel = parallel_calls(engine.lm)
         self.lm_slots = threading.BoundedSemaphore(self.lm_parallel)
-        self.retriever = SharedRetriever(engine.retriever)
+        self.index = ServedIndex(SharedRetriever(engine.retriever), 1, time.time())
         self.forward: Tracer | None = None if isinstance(engine.tracer, NullTracer) else engine.tracer
         self._runs: set[Run] = set()
         self._runs_lock = threading.Lock()
+        self._idle = threading.Condition(self._runs_lock)
 
-    def start(self, principal: Principal, question: str, filters: Filters, settings: Settings) -> Run:
-        """Enter the gate (or raise 429) and start generating in a worker thread."""
-        self.gate.enter()
+    @property
+    def retriever(self) -> SharedRetriever:
+        """The current index's retriever (what a new answer would search)."""
+        return self.index.retriever
+
+    @property
+    def running(self) -> int:
+        """Runs whose worker has not ended yet."""
+        with self._runs_lock:
+            return len(self._runs)
+
+    def swap_index(self, retriever: Retriever) -> ServedIndex:
+        """Serve ``retriever`` to answers that start from now on; runs in flight keep theirs."""
+        self.index = ServedIndex(SharedRetriever(retriever), self.index.generation + 1, time.time())
+        return self.index
+
+    def start(
+        self,
+        principal: Principal,
+        question: str,
+        filters: Filters,
+        settings: Settings,
+        index: ServedIndex | None = None,
+    ) -> Run:
+        """Start generating in a worker thread; the caller holds a slot of the gate, which the run releases."""
         run: Run | None = None
         try:
-            run = Run(self, principal, question, filters, settings)
+            run = Run(self, principal, question, filters, settings, index or self.index)
             with self._runs_lock:
                 self._runs.add(run)
             run.start()
@@ -161,41 +204,86 @@ class Service:
         return run
 
     def cancel_all(self) -> None:
-        """Stop every run (server shutdown)."""
-        with self._runs_lock:
-            runs = list(self._runs)
-        for run in runs:
+        """Stop every run at once (the server is going away)."""
+        for run in self._snapshot():
             run.cancel()
+
+    def cut_all(self) -> int:
+        """End every run for shutdown: each sends a clean 503 error and stores what it had; how many."""
+        runs = self._snapshot()
+        for run in runs:
+            run.cancel("shutdown")
+        return len(runs)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until no run is left (True) or ``timeout`` seconds passed (False)."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._runs:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+        return True
+
+    def _snapshot(self) -> list[Run]:
+        with self._runs_lock:
+            return list(self._runs)
 
     def _finished(self, run: Run) -> None:
         with self._runs_lock:
             self._runs.discard(run)
-        self.gate.leave()
+            self._idle.notify_all()
+        self.gate.leave(released=run.ended())
 
 
 class Run:
     """One answer in progress. Iterate :meth:`items` on the event loop; :meth:`cancel` to stop."""
 
     def __init__(
-        self, service: Service, principal: Principal, question: str, filters: Filters, settings: Settings
+        self,
+        service: Service,
+        principal: Principal,
+        question: str,
+        filters: Filters,
+        settings: Settings,
+        index: ServedIndex,
     ) -> None:
         self.id = uuid.uuid4().hex
         self.service = service
+        self.index = index
+        self.reason = ""  # why it was cancelled: "" (the client left) or "shutdown"
+        self.sent: list[SentenceAccepted] = []
         self.principal = principal
         self.question = question
         self.filters = filters
         self.settings = settings
         self.cancelled = threading.Event()
+        self._state = threading.Lock()
+        self._ended = self._releasing = False
         self.capture = CaptureTracer(service.forward)
         self.started = time.perf_counter()
+        self.wall_started = time.time()
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[object] = asyncio.Queue()
 
     def start(self) -> None:
         threading.Thread(target=self._work, name="flare-answer", daemon=True).start()
 
-    def cancel(self) -> None:
-        self.cancelled.set()
+    def cancel(self, reason: str = "") -> None:
+        with self._state:
+            if self.cancelled.is_set() or self._ended:
+                return
+            self.reason = reason
+            self.cancelled.set()
+            self._releasing = True
+        self.service.gate.note_releasing()  # its slot frees as soon as the model stops
+
+    def ended(self) -> bool:
+        """Mark the run ended (its worker is done); True if it was counted as releasing its slot."""
+        with self._state:
+            self._ended = True
+            return self._releasing
 
     async def first(self, timeout: float) -> Item | None:
         """The first item if it comes within ``timeout`` seconds (it is not seen again)."""
@@ -241,7 +329,7 @@ class Run:
         base = service.engine
         engine = Flare(
             SharedLM(base.lm, service.lm_slots, self.cancelled),
-            service.retriever,
+            self.index.retriever,
             self.settings,
             template=base.template,
             tracer=self.capture,
@@ -256,6 +344,8 @@ class Run:
                     final, outcome = event, "finished"
                     self._record(event)
                     break  # the last event: it goes out once the run has really ended (below)
+                if isinstance(event, SentenceAccepted):
+                    self.sent.append(event)
                 self._push(event)
         except Cancelled:
             pass
@@ -268,7 +358,11 @@ class Run:
             if callable(close):
                 with contextlib.suppress(Cancelled):
                     close()  # runs the engine's cleanup; it raises Cancelled if it calls the LM
-            if outcome == "cancelled":
+            if outcome == "cancelled" and self.reason == "shutdown":
+                outcome = "cut"
+                service.metrics.inc("flare_shutdown_cut_total")
+                self._push(Failure(self._cut()))
+            elif outcome == "cancelled":
                 service.metrics.inc("flare_cancelled_total")
             elif outcome == "error":
                 service.metrics.inc("flare_errors_total")
@@ -297,11 +391,45 @@ class Run:
     def _record(self, event: Finished) -> None:
         trace = self.capture.trace
         if trace is not None:
-            try:
-                self.service.traces.put(self.principal.name, trace)
-            except Exception:  # the answer stands; the lost trace is logged and counted
-                self.service.metrics.inc("flare_trace_store_errors_total")
-                log.exception("trace not stored", extra={"fields": {"trace_id": trace.get("trace_id"),
-                                                                    "store": self.service.traces.name}})  # fmt: skip
+            self._store(trace)
         seconds = time.perf_counter() - self.started
         self.service.metrics.record_answer(event.answer.to_dict(), trace, seconds)
+
+    def _store(self, trace: dict[str, Any]) -> None:
+        try:
+            self.service.traces.put(self.principal.name, trace)
+        except Exception:  # the answer stands; the lost trace is logged and counted
+            self.service.metrics.inc("flare_trace_store_errors_total")
+            log.exception("trace not stored", extra={"fields": {"trace_id": trace.get("trace_id"),
+                                                                "store": self.service.traces.name}})  # fmt: skip
+
+    def _cut(self) -> ApiError:
+        """Store the trace of an answer cut at shutdown (what it had sent) and say so to the client.
+
+        The engine's own trace is only written when an answer finishes, so this record holds the
+        run's settings and the sentences the client received, without the steps.
+        """
+        base = self.service.engine
+        text = " ".join(e.sentence.text for e in self.sent)
+        record = TraceRecord(
+            trace_id=self.id,
+            question=self.question,
+            method=self.settings.method,
+            model=base.lm.name,
+            retriever=self.index.retriever.name,
+            filters=str(self.filters),
+            settings=self.settings.as_dict(),
+            answer=text,
+            rendered=text,
+            stop_reason="shutdown",
+            seconds=round(time.perf_counter() - self.started, 4),
+            started_at=self.wall_started,
+        )
+        self._store(record.to_dict())
+        return ApiError(
+            503,
+            "server_shutting_down",
+            f"the server shut down before the answer was finished, after {len(self.sent)} sentences "
+            f"(trace {self.id}); ask again",
+            headers={"Retry-After": "1"},
+        )

@@ -4,6 +4,7 @@ Only committed sentences are ever serialised (SPEC O2): this module has no way t
 draft, because the engine's events carry none. The flare stream (``flare.sse/1``)::
 
     : flare.sse/1
+    event: queued           data: {"v": "flare.sse/1", "position": 2, "queue_depth": 3}
     event: searching        data: {"v": "flare.sse/1", "step": 1, "n_queries": 1}
     event: rewriting        data: {"v": "flare.sse/1", "step": 1}
     event: sentence         data: {"v": "flare.sse/1", "step": 1, "text": "...",
@@ -13,6 +14,7 @@ draft, because the engine's events carry none. The flare stream (``flare.sse/1``
     event: done             data: {"v": "flare.sse/1", ...Answer.to_dict()...}
     event: error            data: {"v": "flare.sse/1", "error": {"message", "type", "code"}}
 
+``queued`` comes first, and only, when the request waits for an answer slot.
 Lines starting with ``:`` are comments (heartbeats). Every ``data`` is one line of JSON.
 The OpenAI stream sends ``chat.completion.chunk`` objects with content deltas and ends with
 ``data: [DONE]``; progress goes as comments, which OpenAI clients ignore.
@@ -55,6 +57,11 @@ def flare_event(event: Event) -> bytes:
     if isinstance(event, Finished):
         return message(event.type, {"v": SSE_VERSION, **event.answer.to_dict()})
     raise TypeError(f"unknown event {event!r}")  # pragma: no cover
+
+
+def queued(position: int, depth: int) -> bytes:
+    """The ``queued`` progress message: the request waits for a slot (``position`` 1 is next)."""
+    return message("queued", {"v": SSE_VERSION, "position": position, "queue_depth": depth})
 
 
 def flare_error(body: Mapping[str, Any]) -> bytes:
