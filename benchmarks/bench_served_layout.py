@@ -26,7 +26,7 @@ from flare.lm.openai_http import OpenAIHTTPModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.lm_http.llama_server import llama_server
-from tests.lm_http.proxy import Proxy
+from tests.loopback_proxy import Proxy
 
 QUESTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Who founded Northwind Labs, and who leads it now?", ("ingrid solberg", "tomas berg")),
@@ -46,7 +46,7 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory() as tmp,
         llama_server(default_model_path(), threads=args.threads) as url,
-        Proxy(url, hide=("/props",)) as proxy,
+        Proxy(url.removesuffix("/v1"), hide=("/props",)) as proxy,
     ):
         build_retriever(str(Path(tmp) / "idx"), load_corpus(handbook), progress=False)
         retriever = open_retriever(str(Path(tmp) / "idx"))

@@ -25,7 +25,7 @@ from flare.lm.llama import default_model_path
 from flare.lm.openai_http import OpenAIHTTPModel
 from flare.testing.memory import MemoryRetriever
 from tests.lm_http.llama_server import llama_server
-from tests.lm_http.proxy import Proxy
+from tests.loopback_proxy import Proxy
 
 URL = "http://test.invalid/v1"
 CHATML = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
@@ -79,7 +79,7 @@ def test_an_unreachable_server_or_a_given_template_sends_no_error() -> None:
 @pytest.fixture(scope="module")
 def no_props_url(server_url: str) -> Iterator[str]:
     """The real server behind a proxy without ``/props``, as a server that reports no template."""
-    with Proxy(server_url, hide=("/props",)) as proxy:
+    with Proxy(server_url.removesuffix("/v1"), hide=("/props",)) as proxy:
         yield proxy.url
 
 

@@ -4,7 +4,7 @@ llama.cpp's Python server ends a stream early when another request arrives; the 
 commit whatever it had ("G ret he t"). Now a cut stream is sent again once, then fails with a
 ModelError. Checked against a real HTTP server on 127.0.0.1 that cuts streams on purpose, and
 against real llama.cpp answers (llama-server from xllamacpp) through a loopback proxy that cuts
-them: llama-server itself queues a second request instead of ending the first.
+them (tests/loopback_proxy.py): llama-server itself queues a second request instead of ending the first.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from flare.errors import ModelError
 from flare.lm.llama import LlamaCppModel
 from flare.lm.openai_http import OpenAIHTTPModel
-from tests.lm_http.proxy import Proxy
+from tests.loopback_proxy import Proxy
 
 TOKENS = [" Paris", " is", " the", " capital", "."]
 
@@ -120,7 +120,7 @@ def _streaming(url: str) -> OpenAIHTTPModel:
 
 @pytest.mark.model
 def test_a_real_stream_cut_once_gives_the_whole_answer(server_url: str, local_lm: LlamaCppModel) -> None:
-    with Proxy(server_url, cuts=1, cut_after=3) as proxy, _streaming(proxy.url) as lm:
+    with Proxy(server_url.removesuffix("/v1"), cuts=1, cut_after=3) as proxy, _streaming(proxy.url) as lm:
         remote = lm.complete(PROMPT, max_tokens=24, stop_when=lambda text: False)
     local = local_lm.complete(PROMPT, max_tokens=24)
     assert (remote.text, remote.finish_reason) == (local.text, local.finish_reason)
@@ -131,7 +131,7 @@ def test_a_real_stream_cut_once_gives_the_whole_answer(server_url: str, local_lm
 @pytest.mark.model
 def test_a_real_stream_cut_twice_fails_and_the_server_goes_on(server_url: str, local_lm: LlamaCppModel) -> None:
     cut = pytest.raises(ModelError, match="cut off twice")
-    with Proxy(server_url, cuts=2, cut_after=3) as proxy, _streaming(proxy.url) as lm, cut:
+    with Proxy(server_url.removesuffix("/v1"), cuts=2, cut_after=3) as proxy, _streaming(proxy.url) as lm, cut:
         lm.complete(PROMPT, max_tokens=24, stop_when=lambda text: False)
     assert (proxy.streams, proxy.cut) == (2, 2)
     # the dropped streams freed the server's one slot: the next answer is whole
