@@ -9,7 +9,7 @@ import pytest
 
 from flare.lm.llama_server import LlamaServerModel
 from flare.lm.registry import resolve_model
-from tests.lm_chat.proxy import Proxy
+from tests.loopback_proxy import Proxy
 
 HOSTED_HIDES = ("/props", "/version", "/tokenize", "/extras/tokenize")
 

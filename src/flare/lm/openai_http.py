@@ -217,11 +217,16 @@ class OpenAIHTTPModel:
                 return completion(text, pieces if want else [], finish, usage, generated, start)
         choice, usage = self._complete_once(body)
         text, finish = self._choice_text(choice), finish_reason(choice.get("finish_reason"))
-        pieces, truncated = pieces_of(choice, text, want)
+        text, pieces, truncated = pieces_of(choice, text, want)
+        whole = text
         text, pieces, finish = apply_stop_when(text, pieces, finish, stop_when, want, truncated)
         text, pieces, finish, generated = cap(text, pieces, finish, max_tokens)
         if not want:
             generated = int(usage.get("completion_tokens") or 0)
+        elif text == whole and finish == "length" and "completion_tokens" in usage:
+            # the pieces undercount where llama.cpp's server sends one entry for a character of
+            # several tokens; at "length" its count has no end-of-generation token in it either
+            generated = min(int(usage["completion_tokens"]), max_tokens)
         return completion(text, pieces, finish, usage, generated, start)
 
     def count_tokens(self, text: str) -> int:

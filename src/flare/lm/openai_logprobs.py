@@ -49,25 +49,36 @@ def merge_pieces(raw: Sequence[tuple[str, float]]) -> list[Piece]:
     return out
 
 
-def pieces_of(choice: Mapping[str, Any], text: str, want: bool) -> tuple[list[Piece], bool]:
-    """Whole-character pieces of ``text`` with logprobs, from any of the known formats."""
+def pieces_of(choice: Mapping[str, Any], text: str, want: bool) -> tuple[str, list[Piece], bool]:
+    """``text`` and its whole-character pieces with logprobs, from any of the known formats.
+
+    The text comes back without a character that llama.cpp's server left unfinished
+    (:func:`_join_tail`); the flag says whether a stop sequence cut the last piece short.
+    """
     lp = choice.get("logprobs")
     if not want or (not text and not lp):  # llama.cpp sends null logprobs when a stop came first
-        return [], False
+        return text, [], False
     if not isinstance(lp, dict) or not lp:
         raise ModelError("the server returned no logprobs", "FLARE direct needs token logprobs; "
                          "use a server that returns them (llama.cpp, vLLM)")  # fmt: skip
     content = lp.get("content")
     if isinstance(content, list):  # llama.cpp's newer format: per token id, token, bytes
-        # llama.cpp's chat endpoint leaves out the token a stop sequence cut, keeping its text
-        return _cut(merge_pieces(_content_tokens(content)), text, stopped=choice.get("finish_reason") == "stop")
+        pieces = merge_pieces(_content_tokens(content))
+        spelled = "".join(p for p, _, _ in pieces)
+        stopped = False  # whether the last piece ends where a stop string cut a token
+        if len(text) > len(spelled) and text.startswith(spelled):
+            tail = text[len(spelled) :]
+            pieces, text = _join_tail(pieces, spelled, tail)
+            stopped = choice.get("finish_reason") == "stop" and "\ufffd" not in tail
+        pieces, truncated = _cut(pieces, text)
+        return text, pieces, truncated or stopped
     tokens = [str(t) for t in lp.get("tokens") or []]
     logprobs = [float(x) if x is not None else 0.0 for x in lp.get("token_logprobs") or []]
     offsets = lp.get("text_offset") or []
     if len(logprobs) != len(tokens):
         raise ModelError("the server's logprobs do not line up with its tokens", SERVER_HINT)
     if "".join(tokens).startswith(text):
-        return _cut(merge_pieces(list(zip(tokens, logprobs, strict=True))), text)
+        return text, *_cut(merge_pieces(list(zip(tokens, logprobs, strict=True))), text)
     if len(offsets) == len(tokens) and tokens and _monotonic(offsets):
         base = int(offsets[0])  # character offsets; slicing recovers what byte tokens formed
         ends = [int(o) - base for o in offsets[1:]] + [len(text)]
@@ -76,7 +87,7 @@ def pieces_of(choice: Mapping[str, Any], text: str, want: bool) -> tuple[list[Pi
                zip(starts, ends, logprobs, strict=True)]  # fmt: skip
         if all(t in piece or "\ufffd" in t for (piece, _), t in zip(raw, tokens, strict=True)
                if piece and t):  # fmt: skip
-            return _cut(merge_pieces(raw), text)
+            return text, *_cut(merge_pieces(raw), text)
     raise ModelError("cannot align the server's tokens with its text", SERVER_HINT)
 
 
@@ -97,12 +108,31 @@ def streamed_tokens(logprobs: object) -> list[tuple[str, float]]:
     return list(zip(tokens, values, strict=False)) if len(tokens) == len(values) else [("", v) for v in values]
 
 
-def _cut(pieces: list[Piece], text: str, *, stopped: bool = False) -> tuple[list[Piece], bool]:
+def _join_tail(pieces: list[Piece], spelled: str, tail: str) -> tuple[list[Piece], str]:
+    """Text that llama.cpp's server (completions or chat) sent with no ``content`` entry, joined to the last piece.
+
+    The server reports a token only once it completes a character and is not cut by a stop
+    string, so two ends of a text have no entry: the part before a stop string of the token it
+    cut (" " of " when" under stop "wh"), and a character whose bytes ``max_tokens`` cut off,
+    written as U+FFFD, with the whole characters before it in the same token. The in-process
+    backend keeps that part and drops the unfinished character; so does this. The part joins the
+    last piece, whose log-probability then leaves out the part's token (the server's own rule for
+    a character of several tokens: the probability of its last token), or is a piece of its own
+    with log-probability 0 when the server reported no token at all.
+    """
+    kept = tail.split("\ufffd", 1)[0]
+    if not kept:
+        return pieces, spelled
+    if not pieces:
+        return [(kept, 0.0, 0)], kept
+    last, logprob, n = pieces[-1]
+    return [*pieces[:-1], (last + kept, logprob, n)], spelled + kept
+
+
+def _cut(pieces: list[Piece], text: str) -> tuple[list[Piece], bool]:
     """Keep the pieces covering ``text`` (the server may report tokens past a stop sequence).
 
-    The flag says whether the last piece was cut short by a stop sequence. ``stopped``: the text
-    ended at a stop sequence, and the part of the token it cut may have no logprob of its own;
-    that text joins the last piece (whose probability is known) rather than failing.
+    The flag says whether the last piece was cut short by a stop sequence.
     """
     out: list[Piece] = []
     pos, truncated = 0, False
@@ -115,10 +145,6 @@ def _cut(pieces: list[Piece], text: str, *, stopped: bool = False) -> tuple[list
         out.append((keep, logprob, n))
         truncated = len(keep) < len(piece)
         pos += len(keep)
-    if pos != len(text) and stopped and out:
-        keep, logprob, n = out[-1]
-        out[-1] = (keep + text[pos:], logprob, n)
-        return out, True
     if pos != len(text):
         raise ModelError("the server's tokens cover less than its text", SERVER_HINT)
     return out, truncated
