@@ -29,6 +29,8 @@ def other_value(info: SettingInfo) -> Any:
     """A valid value that differs from the default."""
     if info.name == "method":
         return "single"
+    if info.name == "model":
+        return "smollm2"
     if info.choices:
         return next(c for c in info.choices if c != info.default)
     if info.kind is bool:

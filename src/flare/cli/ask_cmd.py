@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from flare.cli.narrate import KeepLast, narrate
-from flare.cli.options import flag_values, model_spec_of, run_options, settings_from
+from flare.cli.options import flag_values, run_options, settings_from
 from flare.config import Settings
 from flare.config_file import configured_values
 from flare.engine.loop import Flare, check_question
@@ -41,7 +41,6 @@ def ask(
     trace_content: bool,
     as_json: bool,
     verbose: bool,
-    model_spec: str | None,
     threads: int | None,
     **opts: Any,
 ) -> None:
@@ -51,7 +50,7 @@ def ask(
     flt = Filters.parse(filters)
     retriever = open_retriever(index_spec)
     retriever.check_filters(flt)  # rejects unknown filter fields before the model loads
-    lm = resolve_model(model_spec_of(model_spec, settings), n_threads=threads)
+    lm = resolve_model(settings.model, n_threads=threads)
     chosen = set(configured_values(opts.get("config_path"))) | set(flag_values(opts))
     settings, note = fit_to_model(settings, lm, chosen=chosen)
     if verbose:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from flare.cli.narrate import KeepLast, narrate
-from flare.cli.options import model_spec_of, run_options, settings_from
+from flare.cli.options import run_options, settings_from
 from flare.engine.loop import Flare
 from flare.lm.registry import resolve_model
 from flare.retrieve.corpus import load_corpus
@@ -24,7 +24,7 @@ EXAMPLES = files("flare") / "data" / "examples"
 @click.option("--workdir", type=click.Path(path_type=Path), default=Path(".flare/demo"),
               show_default=True, help="Where the demo index and trace are written.")
 @run_options
-def demo(workdir: Path, model_spec: str | None, threads: int | None, **opts: Any) -> None:
+def demo(workdir: Path, threads: int | None, **opts: Any) -> None:
     """Build an index of the bundled handbook (English and Chinese) and answer sample questions.
 
     The handbook is made up, so the model cannot know its facts: watch it retrieve exactly
@@ -38,7 +38,7 @@ def demo(workdir: Path, model_spec: str | None, threads: int | None, **opts: Any
     click.echo(f"Indexed {len(passages)} passages into {index_dir}\n")
     settings = settings_from(opts)
     engine = Flare(
-        resolve_model(model_spec_of(model_spec, settings), n_threads=threads),
+        resolve_model(settings.model, n_threads=threads),
         TantivyRetriever(index_dir),
         settings,
         tracer=(keep := KeepLast(JsonlTracer(trace_path))),

@@ -52,7 +52,7 @@ from flare.evaluate.world_score import truth_scores
 @click.option("--seed", type=int, default=None, help="Shuffle questions with this seed before the slice.")
 @click.option("--split", default=None, metavar="NAME",
               help="Only questions whose split field is NAME (e.g. dev or test), before the slice.")
-@click.option("--model", "model_spec", default=None, metavar="SPEC",
+@click.option("--model", "model", default=None, metavar="SPEC",
               help="qwen1.5b (default; env FLARE_MODEL or model= in the config file), qwen0.5b, gemma3, "
                    "smollm2, or a path to a .gguf file.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for the model.")
@@ -81,7 +81,6 @@ def eval_command(
     offset: int,
     seed: int | None,
     split: str | None,
-    model_spec: str | None,
     threads: int | None,
     special_tokens: bool,
     sets: tuple[str, ...],
@@ -117,7 +116,7 @@ def eval_command(
             jobs.append(Job(ds.name, task, examples, retriever, truth_scores(ds.folder), metadata))
         from flare.lm.registry import resolve_model
 
-        lm = resolve_model(model_spec or overrides.get("model"), n_threads=threads, special_tokens=special_tokens)
+        lm = resolve_model(overrides.get("model"), n_threads=threads, special_tokens=special_tokens)
         try:
             ran = run_eval(jobs, specs, lm, out_dir, overrides=overrides, retry_failed=retry_failed,
                            progress=not no_progress, force=force_answer)

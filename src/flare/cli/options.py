@@ -59,7 +59,8 @@ def setting_option(info: SettingInfo) -> Callable[[F], F]:
 
 def setting_options(*, exclude: Collection[str] = ()) -> Callable[[F], F]:
     """Decorate a command with one option per setting (except ``exclude`` and ``model``, which
-    each command declares as ``--model`` with its own help) and ``--config``."""
+    each command declares as ``--model`` with its own help, into the same ``model`` value) and
+    ``--config``."""
 
     def decorate(func: F) -> F:
         for info in reversed(setting_infos()):
@@ -83,16 +84,11 @@ def run_options(func: F) -> F:
     func = setting_options()(func)
     func = click.option("--threads", type=click.IntRange(min=1), default=None,
                         help="CPU threads for the model (default: cores - 1; env FLARE_THREADS).")(func)  # fmt: skip
-    return click.option("--model", "model_spec", default=None, metavar="SPEC",
+    return click.option("--model", "model", default=None, metavar="SPEC",
                         help="qwen1.5b (default; env FLARE_MODEL or model= in the config file), qwen0.5b, "
                              "gemma3, smollm2, a path to a .gguf file, xllamacpp:MODEL (parallel slots "
                              "in-process), openai:URL#MODEL (a completions server), openai-chat:URL#MODEL "
                              "(any chat API) or hf:MODEL (transformers).")(func)  # fmt: skip
-
-
-def model_spec_of(model_spec: str | None, settings: Settings) -> str:
-    """``--model`` if given, else the configured ``model`` setting (file, environment, default)."""
-    return model_spec or settings.model
 
 
 def flag_values(opts: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from flare.cli.options import model_spec_of, run_options, settings_from
+from flare.cli.options import run_options, settings_from
 from flare.errors import ConfigError, CorpusIndexError, FlareError
 from flare.retrieve.base import Retriever
 
@@ -144,7 +144,6 @@ def serve(
     trace_days: float,
     max_parallel: int | None,
     log_level: str,
-    model_spec: str | None,
     threads: int | None,
     **opts: Any,
 ) -> None:
@@ -202,7 +201,7 @@ def serve(
     model_options: dict[str, Any] = {"n_threads": threads}
     if max_parallel is not None:
         model_options["max_parallel"] = max_parallel
-    lm = resolve_model(model_spec_of(model_spec, settings), **model_options)
+    lm = resolve_model(settings.model, **model_options)
     load = getattr(lm, "load", None)
     if callable(load):
         load()
