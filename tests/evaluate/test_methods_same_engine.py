@@ -66,7 +66,9 @@ def test_when_and_what_each_method_retrieves(runs: dict[str, Any]) -> None:
     # Forward-looking every sentence (θ=1): every later sentence searches with its own masked draft.
     every = runs["flare-every"][1]
     assert all(s.queries and s.decision == "retrieve" for s in every.steps)
-    assert every.steps[1].queries == ["His was Emma Jane Whelan"]  # "mother" (p=0.2 < β) is masked
+    # "mother" (p=0.2 < β) stays: the question says it, so it is known, not guessed; "His" points
+    # at the person the answer named, whose name leads the query.
+    assert every.steps[1].queries == ["Alfred Hitchcock His mother was Emma Jane Whelan"]
     # FLARE θ=0.8: only the sentences with an unsure word retrieve.
     flare = runs["flare"][1]
     assert [bool(s.queries) for s in flare.steps] == [True, True, False]
