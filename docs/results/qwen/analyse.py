@@ -27,9 +27,18 @@ from flare.evaluate.harness import read_results
 REFERENCE = "single"
 
 
-def main_score(record: dict[str, Any]) -> float:
+def main_score(record: dict[str, Any]) -> float | None:
+    """World: fact recall from the truth; else the dataset's quality (None: nothing to score, e.g.
+    a permission probe with no gold facts)."""
     scores = record["scores"]
-    return float(scores["truth_fact_recall"] if "truth_fact_recall" in scores else scores["quality"])
+    value = scores["truth_fact_recall"] if "truth_fact_recall" in scores else scores["quality"]
+    return None if value is None else float(value)
+
+
+def _score(record: dict[str, Any]) -> float:
+    value = main_score(record)
+    assert value is not None  # unscored records are left out when the results are read
+    return value
 
 
 def interval(diffs: list[float], resamples: int = 10_000) -> tuple[float, float]:
@@ -47,7 +56,7 @@ def share(records: list[dict[str, Any]], key: str) -> str:
 def table(path: Path) -> None:
     by: dict[str, dict[str, dict[str, dict[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
     for r in read_results(path):
-        if not r.get("error") and r.get("scores"):
+        if not r.get("error") and r.get("scores") and main_score(r) is not None:
             by[r["dataset"]][r["method"]][r["id"]] = r
     for dataset, methods in sorted(by.items()):
         base = methods.get(REFERENCE, {})
@@ -58,7 +67,7 @@ def table(path: Path) -> None:
         for method, recs in sorted(methods.items(), key=lambda kv: (kv[0] != REFERENCE, kv[0])):
             rows = list(recs.values())
             cells = [
-                f"`{method}`", str(len(rows)), f"{statistics.mean(main_score(r) for r in rows):.3f}",
+                f"`{method}`", str(len(rows)), f"{statistics.mean(_score(r) for r in rows):.3f}",
                 share(rows, "shown_unsupported"), share(rows, "flagged"), share(rows, "truth_unsupported_share"),
                 share(rows, "truth_cited_unsupported"),
                 f"{statistics.mean(r['retrievals'] for r in rows):.2f}",
@@ -67,7 +76,7 @@ def table(path: Path) -> None:
             ]  # fmt: skip
             ids = sorted(set(recs) & set(base))
             if method != REFERENCE and len(ids) >= 2:
-                diffs = [main_score(recs[i]) - main_score(base[i]) for i in ids]
+                diffs = [_score(recs[i]) - _score(base[i]) for i in ids]
                 lo, hi = interval(diffs)
                 wins, losses = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
                 slow = sum(recs[i]["seconds"] for i in ids) / max(1e-9, sum(base[i]["seconds"] for i in ids))
