@@ -42,6 +42,7 @@ from typing import Any
 
 from flare.errors import ConfigError, ModelError
 from flare.lm.base import StopWhen
+from flare.lm.pieces import common_prefix, trim_to
 from flare.lm.stops import cut_at_stop
 from flare.types import Completion, FinishReason, TokenLogprob
 
@@ -259,12 +260,12 @@ class HFModel:
             torch = self._torch
             head = self._ids(prompt)
             ids = self._ids(prompt + continuation)
-            k = min(_common_prefix(head, ids), len(ids) - 1)
+            k = min(common_prefix(head, ids), len(ids) - 1)
             if k < 1:
                 raise ModelError("the prompt is empty", hint="give the model some text to score after")
             with torch.inference_mode():
                 cache = self._pick(ids[:k])
-                keep = self._crop(cache, min(_common_prefix(cache.ids, ids), k - 1))
+                keep = self._crop(cache, min(common_prefix(cache.ids, ids), k - 1))
                 rows = self._forward(cache, ids[keep:], every=True)[k - 1 - keep :]
                 cache.prompt_len = len(ids)
                 logp = torch.log_softmax(rows.float(), dim=-1)
@@ -279,7 +280,9 @@ class HFModel:
                 if chunk and not chunk.endswith("\ufffd"):
                     tokens.append(TokenLogprob(chunk, pending))
                     text, pending = text + chunk, 0.0
-            tokens = _trim_to(tokens, continuation)
+            tokens = trim_to(tokens, continuation)
+            if "".join(t.text for t in tokens) != continuation:  # tokenized differently after the prompt
+                tokens = [TokenLogprob(continuation, sum(t.logprob for t in tokens))]
             evaluated = len(ids) - keep
             return Completion("".join(t.text for t in tokens), tuple(tokens), "stop", len(ids), evaluated, 0,
                               time.perf_counter() - start)  # fmt: skip
@@ -327,7 +330,7 @@ class HFModel:
     def _pick(self, ids: list[int]) -> _Cache:
         """The cache ``ids`` extends, else a new one while there is room, else the closest."""
         self._clock += 1
-        scored = [(_common_prefix(c.ids[: c.prompt_len], ids), c) for c in self._caches]
+        scored = [(common_prefix(c.ids[: c.prompt_len], ids), c) for c in self._caches]
         extends = [(n, c) for n, c in scored if c.prompt_len and n >= c.prompt_len - 1]
         if extends:
             chosen = max(extends, key=lambda s: (s[0], -s[1].last_used))[1]
@@ -341,7 +344,7 @@ class HFModel:
 
     def _prefill(self, cache: _Cache, ids: list[int]) -> tuple[Any, int]:
         """Evaluate the part of ``ids`` the cache lacks (at least one token); next-token logits."""
-        keep = self._crop(cache, min(_common_prefix(cache.ids, ids), len(ids) - 1))
+        keep = self._crop(cache, min(common_prefix(cache.ids, ids), len(ids) - 1))
         logits = self._forward(cache, ids[keep:])
         cache.prompt_len = len(ids)
         return logits, len(ids) - keep
@@ -394,32 +397,6 @@ class HFModel:
                                        if t.startswith(key) or (t[:1] == " " and t[1:].startswith(key))]  # fmt: skip
             vec[self._bias_ids[key]] += value
         return vec
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _trim_to(tokens: list[TokenLogprob], text: str) -> list[TokenLogprob]:
-    """Drop what a boundary token took from the prompt, so the tokens spell ``text``."""
-    joined = "".join(t.text for t in tokens)
-    if joined == text:
-        return tokens
-    extra = len(joined) - len(text)
-    if extra < 0 or not joined.endswith(text):  # tokenized differently after the prompt: one piece
-        return [TokenLogprob(text, sum(t.logprob for t in tokens))]
-    out: list[TokenLogprob] = []
-    for t in tokens:
-        if not out and extra >= len(t.text):
-            extra -= len(t.text)
-            continue
-        out.append(TokenLogprob(t.text[extra:], t.logprob) if not out and extra else t)
-    return out
 
 
 def from_spec(rest: str, **options: Any) -> HFModel:

@@ -46,6 +46,7 @@ from flare.lm.base import StopWhen
 from flare.lm.bundled import MODEL_HINT, default_model_path, gemma3_model_path
 from flare.lm.capi import open_library
 from flare.lm.gguf import check_model_file
+from flare.lm.pieces import common_prefix, trim_to
 from flare.lm.stops import cut_at_stop
 from flare.types import Completion, FinishReason, TokenLogprob
 
@@ -279,7 +280,7 @@ class LlamaCppModel:
                     f"prompt and continuation are {len(ids)} tokens, more than n_ctx={self.n_ctx}",
                     hint="use fewer or shorter documents, or raise n_ctx",
                 )
-            k = min(_common_prefix(head, ids), len(ids) - 1)
+            k = min(common_prefix(head, ids), len(ids) - 1)
             if k < 1:
                 raise ModelError("the prompt is empty", hint="give the model some text to score after")
             ctx = self._pick(ids[:k])
@@ -296,7 +297,7 @@ class LlamaCppModel:
                 if chunk:
                     tokens.append(TokenLogprob(chunk, pending))
                     pending = 0.0
-            tokens = _trim_to(tokens, continuation)
+            tokens = trim_to(tokens, continuation)
             seconds = time.perf_counter() - start
             self.stats.calls += 1
             self.stats.prompt_tokens += len(ids)
@@ -321,7 +322,7 @@ class LlamaCppModel:
         would then evict each other at every step.
         """
         self._clock += 1
-        scored = [(_common_prefix(c.tokens[: c.prompt_len], ids), c) for c in self._contexts]
+        scored = [(common_prefix(c.tokens[: c.prompt_len], ids), c) for c in self._contexts]
         extends = [(n, c) for n, c in scored if c.prompt_len and n >= c.prompt_len - _EXTEND_SLACK]
         if extends:
             chosen = max(extends, key=lambda s: (s[0], -s[1].last_used))[1]
@@ -336,7 +337,7 @@ class LlamaCppModel:
 
     def _prefill(self, c: _Context, ids: list[int]) -> tuple[npt.NDArray[np.float32], int]:
         """Evaluate the part of ``ids`` that ``c`` lacks; return the next-token logits."""
-        keep = _common_prefix(c.tokens[: c.prompt_len], ids)
+        keep = common_prefix(c.tokens[: c.prompt_len], ids)
         if keep == len(ids) == c.prompt_len and c.prompt_logits is not None:
             self._truncate(c, keep)  # same prompt again: its logits are still valid
             return c.prompt_logits, 0
@@ -551,26 +552,3 @@ def _free(C: Any, model: Any, contexts: list[Any]) -> None:
     for ptr in contexts:
         C.llama_free(ptr)
     C.llama_model_free(model)
-
-
-def _trim_to(tokens: list[TokenLogprob], text: str) -> list[TokenLogprob]:
-    """Drop the characters a boundary token took from the prompt, so the tokens spell ``text``."""
-    joined = "".join(t.text for t in tokens)
-    extra = len(joined) - len(text)
-    if extra <= 0 or not joined.endswith(text):
-        return tokens
-    out: list[TokenLogprob] = []
-    for t in tokens:
-        if not out and extra >= len(t.text):
-            extra -= len(t.text)  # wholly prompt text
-            continue
-        out.append(TokenLogprob(t.text[extra:], t.logprob) if not out and extra else t)
-    return out
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    if n == 0:
-        return 0
-    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
-    return int(diff[0]) if diff.size else n
