@@ -258,16 +258,9 @@ class OpenAIChatModel(OpenAIHTTPModel):
         logprobs: bool,
         bias: Mapping[str, float] | None,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {**self.extra, "model": self._model_name(), "messages": messages,
-                                "max_tokens": max_tokens, "temperature": 0, "n": 1}  # fmt: skip
-        if stop:
-            body["stop"] = [s for s in stop if s]
-        if logprobs:
-            body["logprobs"] = True
-            body["top_logprobs"] = 1  # llama.cpp sends 20 alternatives per token unless told
-        if bias:
-            body["logit_bias"] = dict(bias)
-        return body
+        # top_logprobs=1: llama.cpp sends 20 alternatives per token unless told.
+        fields = {"logprobs": True, "top_logprobs": 1} if logprobs else {}
+        return self._greedy_body({"messages": messages}, max_tokens, stop, fields, bias)
 
     def _complete_once(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         choice, usage = super()._complete_once(body)

@@ -271,12 +271,21 @@ class OpenAIHTTPModel:
         logprobs: bool,
         bias: Mapping[str, float] | None,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {**self.extra, "model": self._model_name(), "prompt": prompt,
-                                "max_tokens": max_tokens, "temperature": 0, "n": 1}  # fmt: skip
+        return self._greedy_body({"prompt": prompt}, max_tokens, stop, {"logprobs": 1} if logprobs else {}, bias)
+
+    def _greedy_body(
+        self,
+        payload: Mapping[str, Any],
+        max_tokens: int,
+        stop: Sequence[str],
+        logprob_fields: Mapping[str, Any],
+        bias: Mapping[str, float] | None,
+    ) -> dict[str, Any]:
+        """A greedy request for ``payload`` (the prompt or the messages), shared by both endpoints."""
+        body: dict[str, Any] = {**self.extra, "model": self._model_name(), **payload,
+                                "max_tokens": max_tokens, "temperature": 0, "n": 1, **logprob_fields}  # fmt: skip
         if stop:
             body["stop"] = [s for s in stop if s]
-        if logprobs:
-            body["logprobs"] = 1
         if bias:
             body["logit_bias"] = dict(bias)
         return body
