@@ -150,9 +150,10 @@ class Settings:
     layout: Layout = setting("auto", "Prompt layout: chatml (chat turns) or plain (one few-shot text); auto "
                              "follows the model's chat template.", request="operator")
     # The model spec (flare.lm.registry): a deployment picks its model in flare.toml or FLARE_MODEL;
-    # a command's --model wins. The commands declare --model themselves (it is not a loop knob).
-    model: str = setting(DEFAULT_MODEL, "Model spec: qwen1.5b (default), qwen0.5b, gemma3, smollm2, a .gguf "
-                         "path, xllamacpp:MODEL or openai:URL#MODEL.", request="operator")
+    # a command's --model wins.
+    model: str = setting(DEFAULT_MODEL, "Model spec: qwen1.5b, qwen0.5b, gemma3, smollm2, a path to a .gguf file, "
+                         "xllamacpp:MODEL (parallel slots in-process), openai:URL#MODEL (a completions server), "
+                         "openai-chat:URL#MODEL (any chat API) or hf:MODEL (transformers).", request="operator")
 
     def __post_init__(self) -> None:
         if not isinstance(self.method, str) or not self.method.strip():

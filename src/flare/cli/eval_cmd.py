@@ -52,9 +52,6 @@ from flare.evaluate.world_score import truth_scores
 @click.option("--seed", type=int, default=None, help="Shuffle questions with this seed before the slice.")
 @click.option("--split", default=None, metavar="NAME",
               help="Only questions whose split field is NAME (e.g. dev or test), before the slice.")
-@click.option("--model", "model", default=None, metavar="SPEC",
-              help="qwen1.5b (default; env FLARE_MODEL or model= in the config file), qwen0.5b, gemma3, "
-                   "smollm2, or a path to a .gguf file.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for the model.")
 @click.option("--special-tokens/--no-special-tokens", default=True, show_default=True,
               help="Read <|im_start|> etc. in prompts as control tokens, as the chat models were trained; "

@@ -54,17 +54,17 @@ def setting_option(info: SettingInfo) -> Callable[[F], F]:
     extra: dict[str, Any] = {}
     if info.name == "method":
         extra = {"callback": check_method_option, "metavar": "NAME"}
+    elif info.name == "model":
+        extra = {"metavar": "SPEC"}
     return click.option(*info.flags, info.name, type=_param_type(info), default=None, help=help_text, **extra)
 
 
 def setting_options(*, exclude: Collection[str] = ()) -> Callable[[F], F]:
-    """Decorate a command with one option per setting (except ``exclude`` and ``model``, which
-    each command declares as ``--model`` with its own help, into the same ``model`` value) and
-    ``--config``."""
+    """Decorate a command with one option per setting (except ``exclude``) and ``--config``."""
 
     def decorate(func: F) -> F:
         for info in reversed(setting_infos()):
-            if info.name not in exclude and info.name != "model":
+            if info.name not in exclude:
                 func = setting_option(info)(func)
         return config_option(func)
 
@@ -82,13 +82,8 @@ def config_option(func: F) -> F:
 def run_options(func: F) -> F:
     """Decorate a command with the model options and every setting."""
     func = setting_options()(func)
-    func = click.option("--threads", type=click.IntRange(min=1), default=None,
+    return click.option("--threads", type=click.IntRange(min=1), default=None,
                         help="CPU threads for the model (default: cores - 1; env FLARE_THREADS).")(func)  # fmt: skip
-    return click.option("--model", "model", default=None, metavar="SPEC",
-                        help="qwen1.5b (default; env FLARE_MODEL or model= in the config file), qwen0.5b, "
-                             "gemma3, smollm2, a path to a .gguf file, xllamacpp:MODEL (parallel slots "
-                             "in-process), openai:URL#MODEL (a completions server), openai-chat:URL#MODEL "
-                             "(any chat API) or hf:MODEL (transformers).")(func)  # fmt: skip
 
 
 def flag_values(opts: dict[str, Any]) -> dict[str, Any]:
