@@ -43,7 +43,7 @@ from typing import Any
 from flare.errors import ConfigError, ModelError
 from flare.lm.base import StopWhen
 from flare.lm.pieces import common_prefix, trim_to
-from flare.lm.stops import cut_at_stop
+from flare.lm.stops import append_piece
 from flare.types import Completion, FinishReason, TokenLogprob
 
 __all__ = ["INSTALL_HINT", "HFModel", "from_spec"]
@@ -229,16 +229,11 @@ class HFModel:
                     generated.append(tok)
                     chunk = self._decode(anchor + generated)[len(head) + len(text) :]
                     if chunk and not chunk.endswith("\ufffd"):  # whole characters only
-                        before = len(text)
-                        tokens.append(TokenLogprob(chunk, pending))
-                        text, pending = text + chunk, 0.0
-                        cut = cut_at_stop(tokens, text, stop, before)
-                        if cut is not None:
-                            tokens, text = cut
-                            finish = "stop"
-                            break
-                        if stop_when is not None and stop_when(text):
-                            finish = "sentence"
+                        piece = TokenLogprob(chunk, pending)
+                        tokens, text, ended = append_piece(tokens, text, piece, stop, stop_when)
+                        pending = 0.0
+                        if ended is not None:
+                            finish = ended
                             break
                     if len(generated) >= max_tokens or len(cache.ids) + 1 >= self.n_ctx:
                         break  # "length"; the last token needs no evaluation

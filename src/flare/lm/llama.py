@@ -47,7 +47,7 @@ from flare.lm.bundled import MODEL_HINT, default_model_path, gemma3_model_path
 from flare.lm.capi import open_library
 from flare.lm.gguf import check_model_file
 from flare.lm.pieces import common_prefix, trim_to
-from flare.lm.stops import cut_at_stop
+from flare.lm.stops import append_piece, cut_at_stop
 from flare.types import Completion, FinishReason, TokenLogprob
 
 __all__ = [
@@ -228,16 +228,10 @@ class LlamaCppModel:
                 generated += 1
                 chunk = decoder.decode(self._piece(tok))
                 if chunk:  # whole characters only: a split UTF-8 byte waits for the rest
-                    before = len(text)
-                    tokens.append(TokenLogprob(chunk, pending))
-                    text, pending = text + chunk, 0.0
-                    cut = cut_at_stop(tokens, text, stop, before)
-                    if cut is not None:
-                        tokens, text = cut
-                        finish = "stop"
-                        break
-                    if stop_when is not None and stop_when(text):
-                        finish = "sentence"
+                    tokens, text, ended = append_piece(tokens, text, TokenLogprob(chunk, pending), stop, stop_when)
+                    pending = 0.0
+                    if ended is not None:
+                        finish = ended
                         break
                 if generated >= max_tokens or len(ctx.tokens) >= self.n_ctx:
                     break  # "length"; the last token needs no evaluation

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from flare.types import TokenLogprob
+from flare.types import FinishReason, TokenLogprob
 
 
 def cut_at_stop(
@@ -34,3 +34,27 @@ def cut_at_stop(
         kept.append(t if end <= best else TokenLogprob(t.text[: best - pos], t.logprob))
         pos = end
     return kept, text[:best]
+
+
+def append_piece(
+    tokens: list[TokenLogprob],
+    text: str,
+    piece: TokenLogprob,
+    stop: Sequence[str],
+    stop_when: Callable[[str], bool] | None,
+) -> tuple[list[TokenLogprob], str, FinishReason | None]:
+    """Add one generated piece (whole characters) and say whether generation ends there.
+
+    Returns the tokens and text so far, cut before a stop sequence if one appeared (finish
+    ``"stop"``), and ``"sentence"`` when ``stop_when`` says the text is complete; ``None`` to go on.
+    ``tokens`` is extended in place unless a stop cuts it.
+    """
+    before = len(text)
+    tokens.append(piece)
+    text += piece.text
+    cut = cut_at_stop(tokens, text, stop, before)
+    if cut is not None:
+        return cut[0], cut[1], "stop"
+    if stop_when is not None and stop_when(text):
+        return tokens, text, "sentence"
+    return tokens, text, None

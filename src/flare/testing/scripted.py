@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from flare.lm.base import StopWhen
-from flare.lm.stops import cut_at_stop
+from flare.lm.stops import append_piece
 from flare.text import HAN
 from flare.types import Completion, FinishReason, TokenLogprob
 
@@ -171,16 +171,9 @@ class ScriptedLM:
             if i >= max_tokens:
                 finish = "length"
                 break
-            before = len(text)
-            tokens.append(TokenLogprob(piece, math.log(prob)))
-            text += piece
-            cut = cut_at_stop(tokens, text, stop, before)
-            if cut is not None:
-                tokens, text = cut
-                finish = "stop"
-                break
-            if stop_when is not None and stop_when(text):
-                finish = "sentence"
+            tokens, text, ended = append_piece(tokens, text, TokenLogprob(piece, math.log(prob)), stop, stop_when)
+            if ended is not None:
+                finish = ended
                 break
         completion = Completion(
             text=text,
