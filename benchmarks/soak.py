@@ -434,7 +434,10 @@ async def _soak(cfg: Config, lm: FakeLM, pg: Postgres | None, flare: Flare) -> d
     async with httpx.AsyncClient(base_url=flare.url, timeout=10) as http:
         deadline = time.monotonic() + 60
         health: dict[str, Any] = (await http.get("/healthz")).json()
-        while (health["in_flight"] or health["queue_depth"]) and time.monotonic() < deadline:
+        # The swap is finished on disk when the agitator returns; the server sees it at its next look
+        # (``--index-poll``), which can come after the last answer: wait for that too.
+        while (health["in_flight"] or health["queue_depth"] or (cfg.swap and health["index"]["generation"] < 2)) \
+                and time.monotonic() < deadline:  # fmt: skip
             await asyncio.sleep(0.1)
             health = (await http.get("/healthz")).json()
         values = metric_values((await http.get("/metrics")).text)
