@@ -25,6 +25,10 @@ DRAFT = " He was shot in Rome in 1990."
 BAD = " He was shot in Miami Beach in 1999."  # the documents say 1997
 GOOD = " He was shot in Miami Beach in 1997."
 LOW = {"Rome": 0.1, "1990": 0.2}
+# One more passage, which the question's search (k=2) does not reach and a draft's search does: a
+# rewrite from the same documents as the draft would write the same sentence, so it is skipped.
+REPORT = Passage("v3", "A police report says his gardener found Versace shot at his Miami Beach home in 1997.",
+                 "Police report", {"acl": ["public"], "year": 1997})  # fmt: skip
 
 
 def _tail(prompt: str) -> str:
@@ -178,7 +182,7 @@ def test_support_trigger_accepts_a_draft_its_documents_back_without_searching() 
 
 def test_support_trigger_searches_without_the_unbacked_words() -> None:
     # The draft (written with the question's documents) says 1999; they say 1997.
-    flare, tracer = run(script(BAD, GOOD), trigger="support", k=2)
+    flare, tracer = run(script(BAD, GOOD), retriever=MemoryRetriever([*DOCS, REPORT]), trigger="support", k=2)
     answer = flare.answer(QUESTION)
     step = tracer.traces[0].steps[1]
     assert step.draft == BAD.strip() and step.decision == "retrieve" and step.draft_unsupported == ["1999"]
@@ -190,7 +194,8 @@ def test_support_trigger_searches_without_the_unbacked_words() -> None:
 
 
 def test_support_trigger_with_verify_checks_the_rewritten_sentence_not_the_draft() -> None:
-    flare, tracer = run(script(BAD, GOOD), trigger="support", k=2, verify="flag")
+    more = MemoryRetriever([*DOCS, REPORT])
+    flare, tracer = run(script(BAD, GOOD), retriever=more, trigger="support", k=2, verify="flag")
     answer = flare.answer(QUESTION)
     step = tracer.traces[0].steps[1]
     assert step.draft_support == "partial" and step.support == "supported" and step.unsupported == []
@@ -201,7 +206,7 @@ def test_support_trigger_keeps_unbacked_common_words_in_its_query() -> None:
     # "gardener" is not in the documents but says what the missing fact is about: it stays in the
     # query; the unbacked number is a guess and goes.
     drafted = " He was shot by his gardener in 1999."
-    flare, tracer = run(script(drafted, GOOD), trigger="support", k=2)
+    flare, tracer = run(script(drafted, GOOD), retriever=MemoryRetriever([*DOCS, REPORT]), trigger="support", k=2)
     answer = flare.answer(QUESTION)
     step = tracer.traces[0].steps[1]
     assert step.decision == "retrieve" and "1999" in " ".join(step.draft_unsupported)
@@ -315,3 +320,39 @@ def test_a_name_the_corpus_also_names_is_not_a_leak_and_hidden_passages_do_not_c
     # Only a passage the caller may not see names Allegra: under its filters she is the exemplar's.
     assert (step.leaked == ["Allegra"]) is leaks
     assert ("Allegra" in answer.text) is not leaks
+
+
+def test_support_trigger_searches_for_a_first_sentence_its_documents_do_not_back() -> None:
+    # The first sentence is written from the question's documents (v1, v2) like single-time
+    # retrieval's, and names a gardener and a year they do not state: it is searched for, and
+    # rewritten with the new passage after the question's documents (their prompt prefix kept).
+    bad, good = " He was shot by his gardener in 1999.", " His gardener found him shot in Miami Beach in 1997."
+    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("1997."), [])])
+    lm.add(lambda p: "police report" in p, says(good))
+    lm.add(lambda p: has_docs(p) and not _tail(p).strip(), says(bad))
+    flare, tracer = run(lm, retriever=MemoryRetriever([*DOCS, REPORT]), trigger="support", k=2, verify="flag")
+    answer = flare.answer(QUESTION)
+    first = tracer.traces[0].steps[0]
+    assert first.kind == "initial" and first.draft == bad.strip() and first.decision == "retrieve"
+    assert "1999" in " ".join(first.draft_unsupported)
+    assert "gardener" in first.queries[1] and "1999" not in first.queries[1]
+    assert answer.retrievals == 2 and [s.text for s in answer.sentences] == [good.strip()]
+    assert answer.sentences[0].support == "supported" and not answer.sentences[0].flagged
+    rewrite = next(p for p in lm.calls if "police report" in p)
+    assert rewrite.index(DOCS[0].text) < rewrite.index(DOCS[1].text) < rewrite.index(REPORT.text)
+    draft = lm.calls[0]
+    prefix = draft.index(DOCS[1].text) + len(DOCS[1].text)
+    assert rewrite[:prefix] == draft[:prefix]
+
+
+def test_support_trigger_keeps_the_draft_when_its_search_finds_nothing_new() -> None:
+    # The draft's search returns the documents it was written from: the same prompt would write
+    # the same sentence, so no second call is made and the draft stays, flagged.
+    lm = script(BAD, GOOD)
+    flare, tracer = run(lm, trigger="support", k=2, verify="flag")
+    answer = flare.answer(QUESTION)
+    step = tracer.traces[0].steps[1]
+    assert step.decision == "retrieve" and step.queries and "1999" not in step.queries[0]
+    assert answer.retrievals == 2 and answer.sentences[1].text == BAD.strip() and answer.sentences[1].flagged
+    asked = [p for p in lm.calls if has_docs(p) and _tail(p).strip() == FIRST.strip()]
+    assert len(asked) == 1  # the draft only

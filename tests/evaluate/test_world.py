@@ -390,3 +390,43 @@ def test_flare_eval_with_smollm2_on_the_world_is_judged_from_its_traces(tmp_path
         assert all(p in world.passages for s in verdict.sentences for p in s.cited)
         assert all(x is None or 0.0 <= x <= 1.0 for x in verdict.scores().values())
     assert summarize(j, records)["single"]["answers"] == 2
+
+
+# -- short two-hop (bridge) questions ---------------------------------------------------------
+
+
+def test_bridge_questions_ask_one_fact_one_hop_away_about_the_same_world(world: World, tmp_path: Path) -> None:
+    bridge = generate(seed=3, questions=60, dev=10, kind="bridge")
+    assert (bridge.entities, bridge.facts, bridge.passages) == (world.entities, world.facts, world.passages)
+    kinds = {q.type for q in bridge.questions}
+    assert kinds == {"founder_birthplace", "maker_office", "maker_founder", "founded_staff", "based_founded"}
+    for q in bridge.questions:
+        (fact,) = (bridge.facts[f] for f in q.fact_ids)
+        assert bridge.is_bridge(q.head, fact) and fact.subject != q.head  # its passages never name the head
+        assert bridge.entities[q.head].bare in q.question or bridge.entities[q.head].name in q.question
+    folder = write_world(bridge, tmp_path / "bridge")
+    ds = load_dataset(folder)
+    assert task_of(ds.name, ds.examples) == "short"  # scored by exact match, like 2WikiMultihopQA
+    first, fact = ds.examples[0], bridge.facts[bridge.questions[0].fact_ids[0]]
+    assert first.qa_pairs == () and set(first.answers) == set(bridge.aliases(fact))
+    assert load_world(folder) == bridge
+    assert "--kind bridge" in (folder / "README.md").read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="kind must be one of long, bridge"):
+        generate(seed=3, questions=60, dev=10, kind="short")
+
+
+def test_committed_bridge_set_is_what_the_generator_writes_today(tmp_path: Path) -> None:
+    fresh = write_world(generate(seed=0, questions=160, dev=40, kind="bridge"), tmp_path / "bridge")
+    committed = COMMITTED.parent / "bridge"
+    for name in ("corpus.jsonl", "questions.jsonl", "truth.jsonl"):
+        assert (committed / name).read_bytes() == (fresh / name).read_bytes(), f"regenerate {committed}"
+    assert (committed / "corpus.jsonl").read_bytes() == (COMMITTED / "corpus.jsonl").read_bytes()  # the same world
+
+
+def test_the_bridge_questions_alone_miss_their_answer_passage_with_real_bm25(tmp_path: Path) -> None:
+    bridge = generate(seed=3, questions=60, dev=10, kind="bridge")
+    folder = write_world(bridge, tmp_path / "bridge")
+    build_retriever(str(tmp_path / "index"), load_corpus(folder / "corpus.jsonl"))
+    share_q, _ = bridge_misses(bridge, open_retriever(str(tmp_path / "index")), k=3)
+    print(f"top-3 BM25 with the question misses the answer's passage for {share_q:.2f} of bridge questions")
+    assert share_q >= 0.7

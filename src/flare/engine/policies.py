@@ -23,8 +23,8 @@ from flare.engine.step import OMIT, Commit, Outcome, Piece, StepContext, StepGen
 from flare.query.explicit import ask_questions, low_spans
 from flare.query.implicit import masked_query
 from flare.text import content_words, fold, join_words, words
-from flare.types import TokenLogprob
-from flare.verify.support import subject
+from flare.types import Passage, TokenLogprob
+from flare.verify.support import Support, subject
 
 MIN_QUERY_WORDS = 2  # fewer content words than this and a masked draft is not a query
 
@@ -65,10 +65,23 @@ class FlareDirect:
         self.needs_logprobs = needs_logprobs
 
     def step(self, ctx: StepContext) -> StepGen:
-        if ctx.index == 0:
-            return (yield from initial_step(ctx))
         s, rec = ctx.settings, ctx.record
         by_support = s.trigger == "support"
+        if ctx.index == 0:
+            first = yield from initial_step(ctx)
+            if not (by_support and isinstance(first, Commit) and first.retrieved and first.piece.text):
+                return first
+            # The evidence trigger treats the first sentence as a draft too: it was written from
+            # the question's documents, and a bridge ("the founder of X was born in ...") is
+            # exactly what they do not back. Kept if they back it, searched for if not.
+            piece, base = first.piece, list(first.docs)
+            rec.draft = piece.text
+            rec.draft_tokens = [(t.text, round(t.prob, 4)) for t in piece.tokens]
+            support = ctx.check(piece, base)
+            if support.passes:
+                return Commit(piece, base, retrieved=True, support=support)
+            rec.draft_rejected()
+            return (yield from self._rewrite(ctx, piece, base, _unbacked(support)))
         base = ctx.run.first_docs if s.keep_first_docs or by_support else []
         piece = ctx.generate(base, "draft")
         rec.draft = piece.text
@@ -88,13 +101,17 @@ class FlareDirect:
                 rec.decision = "accept"
                 return Commit(piece, base, support=support)
             rec.draft_rejected()
-            guesses = " ".join(claim for claim, kind, found, _ in support.details if kind != "word" and not found)
-            unbacked = frozenset(content_words(guesses))
+            unbacked = _unbacked(support)
         else:
             if not verdict.retrieve:
                 rec.decision = "accept"
                 return Commit(piece, base)
+        return (yield from self._rewrite(ctx, piece, base, unbacked))
 
+    @staticmethod
+    def _rewrite(ctx: StepContext, piece: Piece, base: list[Passage], unbacked: frozenset[str]) -> StepGen:
+        """Search for what ``piece`` is unsure of (or its documents lack) and write it again."""
+        s, rec = ctx.settings, ctx.record
         queries = form_queries(ctx, piece, drop=unbacked)
         if ctx.retrievals_left <= 0:
             return ctx.capped(piece, "max_retrievals")
@@ -115,10 +132,21 @@ class FlareDirect:
         if s.conditional_commit and ctx.relevance(" ".join(queries), [h.passage for h in hits]) < s.min_relevance:
             rec.decision = "irrelevant"
             return Commit(piece, retrieved=True, grounded=False)
-        docs = dedupe([h.passage for h in hits] + list(base))
+        # The documents the draft was written from come first, the new ones after them: the
+        # rewrite's prompt then starts as the draft's did, and the model's cache of that prefix
+        # (instructions and first documents) is used again instead of evaluated anew.
+        docs = dedupe(list(base) + [h.passage for h in hits])
         rec.decision = "retrieve"
+        if [d.id for d in docs] == [d.id for d in base]:
+            return Commit(piece, docs, retrieved=True)  # nothing new: the same prompt writes the same sentence
         yield Rewriting(ctx.index)
         return Commit(ctx.generate(docs, "regenerate"), docs, retrieved=True)
+
+
+def _unbacked(support: Support) -> frozenset[str]:
+    """The folded names and numbers a support verdict found in no document: the draft's guesses."""
+    guesses = " ".join(claim for claim, kind, found, _ in support.details if kind != "word" and not found)
+    return frozenset(content_words(guesses))
 
 
 def missing(ctx: StepContext, piece: Piece) -> Outcome:

@@ -35,20 +35,26 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from flare.errors import InputError
 from flare.evaluate.world_gen import WORLD_VERSION, Builder, Entity, Fact, World, WorldPassage, WorldQuestion
-from flare.evaluate.world_questions import QuestionMaker
+from flare.evaluate.world_questions import BRIDGE_KINDS, KINDS, QuestionMaker
 
 if TYPE_CHECKING:
     from flare.retrieve.base import Retriever
 
 MAX_QUESTIONS = 2000
+QUESTION_KINDS = ("long", "bridge")
 
 
-def generate(*, seed: int = 0, questions: int = 160, dev: int = 40) -> World:
+def generate(*, seed: int = 0, questions: int = 160, dev: int = 40, kind: str = "long") -> World:
     """The world for ``seed`` with ``questions`` questions, the first ``dev`` of them dev, the rest test.
 
     The world grows with the number of questions (about one company, founder and product per two
-    questions), so every question has a head entity of its own.
+    questions), so every question has a head entity of its own. ``kind="bridge"`` asks short
+    two-hop questions with one answer each (:data:`~flare.evaluate.world_questions.BRIDGE_KINDS`)
+    instead of long-form ones, about the same world: the same ``seed`` and ``questions`` give the
+    same corpus and truth either way.
     """
+    if kind not in QUESTION_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(QUESTION_KINDS)}, got {kind!r}")
     if not 1 <= questions <= MAX_QUESTIONS or not 0 <= dev < questions:
         raise ValueError(f"need 1 <= questions <= {MAX_QUESTIONS} and 0 <= dev < questions, "
                          f"got questions={questions}, dev={dev}")
@@ -62,7 +68,7 @@ def generate(*, seed: int = 0, questions: int = 160, dev: int = 40) -> World:
             stated.setdefault(fid, []).append(p.id)
     facts = {f.id: replace(f, passage_ids=tuple(stated.get(f.id, ()))) for f in b.facts}
     world = World(seed, {e.id: e for e in b.entities}, facts, passages, ())
-    qs = QuestionMaker(world, rng).choose(questions, dev)
+    qs = QuestionMaker(world, rng).choose(questions, dev, BRIDGE_KINDS if kind == "bridge" else KINDS)
     return World(seed, world.entities, facts, passages, qs)
 
 
@@ -72,16 +78,18 @@ def question_records(world: World) -> list[dict[str, Any]]:
     for q in world.questions:
         facts = [world.facts[f] for f in q.fact_ids]
         support = list(dict.fromkeys(p for f in facts for p in f.passage_ids))
+        short = q.type in BRIDGE_KINDS  # one answer, scored by exact match like the multi-hop sets
         out.append({
-            "id": q.id, "question": q.question, "answers": [world.value_text(f) for f in facts],
+            "id": q.id, "question": q.question,
+            "answers": list(world.aliases(facts[0])) if short else [world.value_text(f) for f in facts],
             "type": q.type, "split": q.split, "supporting_ids": support,
             "supporting_titles": [world.passages[p].title for p in support],
             "head": q.head,
             "facts": [{"id": f.id, "subject": f.subject, "subject_name": world.entities[f.subject].name,
                        "relation": f.relation, "value": world.value_text(f), "aliases": list(world.aliases(f)),
                        "passage_ids": list(f.passage_ids), "bridge": world.is_bridge(q.head, f)} for f in facts],
-            "qa_pairs": [{"question": s, "short_answers": list(world.aliases(f))} for s, f in zip(q.sub_questions,
-                                                                                                   facts, strict=True)],
+            "qa_pairs": [] if short else [{"question": s, "short_answers": list(world.aliases(f))}
+                                          for s, f in zip(q.sub_questions, facts, strict=True)],
             "reference": " ".join(q.reference),
         })
     return out
@@ -159,9 +167,11 @@ def _readme(world: World, dev: int) -> str:
     n = len(world.questions)
     old = sum(1 for f in world.facts.values() if not f.current)
     twins = sum(1 for e in world.entities.values() if e.twin_of)
+    bridge = bool(world.questions) and all(q.type in BRIDGE_KINDS for q in world.questions)
     return (
-        "# A fictional world for long-form evaluation (generated; do not edit)\n\n"
-        f"`python -m flare.evaluate.world --out DIR --seed {world.seed} --questions {n} --dev {dev}`\n\n"
+        f"# A fictional world for {'two-hop' if bridge else 'long-form'} evaluation (generated; do not edit)\n\n"
+        f"`python -m flare.evaluate.world --out DIR --seed {world.seed} --questions {n} --dev {dev}"
+        f"{' --kind bridge' if bridge else ''}`\n\n"
         f"- {n} questions: {dev} dev (first in the file), {n - dev} test; "
         f"{len(world.passages)} passages; {len(world.entities)} entities ({twins} near-miss twins); "
         f"{len(world.facts)} facts ({old} older figures in passages dated by `meta.year`).\n"
@@ -188,7 +198,8 @@ def load_world(folder: Path) -> World:
                                       r["subject"], tuple(r["fact_ids"]), tuple(r["entities"]))
                 for r in rows if r["type"] == "passage"}
     questions = tuple(WorldQuestion(r["id"], r["question"], r["type"], r["split"], r["head"],
-                                    tuple(f["id"] for f in r["facts"]), tuple(p["question"] for p in r["qa_pairs"]),
+                                    tuple(f["id"] for f in r["facts"]),
+                                    tuple(p["question"] for p in r["qa_pairs"]) or (r["question"],),
                                     tuple(_split_reference(r["reference"], len(r["facts"]))))
                       for r in _read(paths[2]))
     return World(int(head.get("seed", 0)), entities, facts, passages, questions)
@@ -222,10 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--questions", type=int, default=160, help="number of questions (default 160)")
     parser.add_argument("--dev", type=int, default=40, help="how many of them form the dev split (default 40)")
+    parser.add_argument("--kind", choices=QUESTION_KINDS, default="long",
+                        help="long-form questions (default) or short two-hop bridge questions")  # fmt: skip
     parser.add_argument("--force", action="store_true", help="replace an existing folder")
     args = parser.parse_args(argv)
     try:
-        world = generate(seed=args.seed, questions=args.questions, dev=args.dev)
+        world = generate(seed=args.seed, questions=args.questions, dev=args.dev, kind=args.kind)
         write_world(world, args.out, force=args.force)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

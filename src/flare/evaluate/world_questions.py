@@ -15,6 +15,18 @@ Five kinds, taken in turn so each split has all of them; each head entity is use
 ``person_profile``  person: birth year and town; the company they founded; its staff count
 ``town_profile``    town: region and river; the one company based there; its founding year
 ==================  =========================================================================
+
+:data:`BRIDGE_KINDS` are short two-hop questions with one answer, as in 2WikiMultihopQA: the head
+names the first hop, and the answer is a fact of the entity that hop leads to (its passages never
+name the head). They are written with ``kind="bridge"`` (see :func:`flare.evaluate.world.generate`):
+
+=====================  ==============================================================
+``founder_birthplace`` the town where the founder of company C was born
+``maker_office``       the town where the maker of product P has its head office
+``maker_founder``      who founded the company that makes product P
+``founded_staff``      how many people work at the company person X founded
+``based_founded``      the year the one company based in town T was founded
+=====================  ==============================================================
 """
 
 from __future__ import annotations
@@ -48,17 +60,18 @@ class QuestionMaker:
     def ent(self, fact: Fact) -> Entity:
         return self.w.entities[str(fact.value)]
 
-    def choose(self, n: int, dev: int) -> tuple[WorldQuestion, ...]:
-        """``n`` questions, kinds in turn, the first ``dev`` marked dev and the rest test."""
+    def choose(self, n: int, dev: int, kinds: Kinds | None = None) -> tuple[WorldQuestion, ...]:
+        """``n`` questions, ``kinds`` (default :data:`KINDS`) in turn, the first ``dev`` marked dev, the rest test."""
+        kinds = KINDS if kinds is None else kinds
         pools: dict[str, list[Entity]] = {}
-        for qtype, (kind, _) in KINDS.items():
+        for qtype, (kind, _) in kinds.items():
             pool = [e for e in self.w.entities.values() if e.kind == kind and e.twin_of is None]
             self.rng.shuffle(pool)
             pools[qtype] = pool
         used: set[str] = set()
         out: list[WorldQuestion] = []
         while len(out) < n and any(pools.values()):
-            for qtype, (_, make) in KINDS.items():
+            for qtype, (_, make) in kinds.items():
                 while pools[qtype] and len(out) < n:
                     head = pools[qtype].pop()
                     made = make(self, head) if head.id not in used else None
@@ -173,10 +186,68 @@ def town_profile(m: QuestionMaker, t: Entity) -> Made | None:
     return text, [region, river, based[0], year], subs
 
 
-KINDS: dict[str, tuple[str, Callable[[QuestionMaker, Entity], Made | None]]] = {
+def founder_birthplace(m: QuestionMaker, c: Entity) -> Made:
+    person = m.ent(m.get(c.id, "founded_by"))
+    born = m.get(person.id, "born_in")
+    text = m.pick(("In which town was the founder of {c} born?", "Where was the person who founded {c} born?"),
+                  c=c.name)  # fmt: skip
+    return text, [born], [text]
+
+
+def maker_office(m: QuestionMaker, p: Entity) -> Made | None:
+    makes = m.maker_of.get(p.id)
+    if makes is None:
+        return None
+    based = m.get(makes.subject, "headquartered_in")
+    text = m.pick(("In which town does the company that makes the {p} have its head office?",
+                   "Where is the maker of the {p} headquartered?"), p=p.bare)  # fmt: skip
+    return text, [based], [text]
+
+
+def maker_founder(m: QuestionMaker, p: Entity) -> Made | None:
+    makes = m.maker_of.get(p.id)
+    if makes is None:
+        return None
+    by = m.get(makes.subject, "founded_by")
+    text = m.pick(("Who founded the company that makes the {p}?", "Who is the founder of the maker of the {p}?"),
+                  p=p.bare)  # fmt: skip
+    return text, [by], [text]
+
+
+def founded_staff(m: QuestionMaker, p: Entity) -> Made | None:
+    by = m.founded.get(p.id)
+    if by is None:
+        return None
+    staff = m.get(by.subject, "employees")
+    text = m.pick(("How many people does the company founded by {p} employ?",
+                   "How many employees does the company that {p} founded have today?"), p=p.name)  # fmt: skip
+    return text, [staff], [text]
+
+
+def based_founded(m: QuestionMaker, t: Entity) -> Made | None:
+    based = m.based_in.get(t.id, [])
+    if len(based) != 1:
+        return None
+    year = m.get(based[0].subject, "founded_year")
+    text = m.pick(("In which year was the company that has its head office in {t} founded?",
+                   "When was the company headquartered in {t} founded?"), t=t.name)  # fmt: skip
+    return text, [year], [text]
+
+
+Kinds = dict[str, tuple[str, Callable[[QuestionMaker, Entity], Made | None]]]
+"""Question types: each names the kind of its head entity and the function that writes it."""
+
+KINDS: Kinds = {
     "company_founder": ("company", company_founder),
     "company_product": ("company", company_product),
     "product_maker": ("product", product_maker),
     "person_profile": ("person", person_profile),
     "town_profile": ("town", town_profile),
+}
+BRIDGE_KINDS: Kinds = {
+    "founder_birthplace": ("company", founder_birthplace),
+    "maker_office": ("product", maker_office),
+    "maker_founder": ("product", maker_founder),
+    "founded_staff": ("person", founded_staff),
+    "based_founded": ("town", based_founded),
 }
