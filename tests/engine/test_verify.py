@@ -9,6 +9,7 @@ import pytest
 from flare.config import Settings
 from flare.engine.events import Finished, Rewriting, Searching, SentenceAccepted
 from flare.engine.loop import Flare
+from flare.engine.policies import names_in
 from flare.engine.prompts import PromptTemplate
 from flare.engine.step import RunState
 from flare.retrieve.filters import Filters
@@ -336,7 +337,7 @@ def test_support_trigger_searches_for_a_first_sentence_its_documents_do_not_back
     assert first.kind == "initial" and first.draft == bad.strip() and first.decision == "retrieve"
     assert "1999" in " ".join(first.draft_unsupported)
     assert "gardener" in first.queries[1] and "1999" not in first.queries[1]
-    assert answer.retrievals == 2 and [s.text for s in answer.sentences] == [good.strip()]
+    assert answer.retrievals == len(first.queries) and [s.text for s in answer.sentences] == [good.strip()]
     assert answer.sentences[0].support == "supported" and not answer.sentences[0].flagged
     rewrite = next(p for p in lm.calls if "police report" in p)
     assert rewrite.index(DOCS[0].text) < rewrite.index(DOCS[1].text) < rewrite.index(REPORT.text)
@@ -356,3 +357,42 @@ def test_support_trigger_keeps_the_draft_when_its_search_finds_nothing_new() -> 
     assert answer.retrievals == 2 and answer.sentences[1].text == BAD.strip() and answer.sentences[1].flagged
     asked = [p for p in lm.calls if has_docs(p) and _tail(p).strip() == FIRST.strip()]
     assert len(asked) == 1  # the draft only
+
+
+BICYCLE = [
+    Passage("b1", "The Seserlo bicycle is made by Zendek Textiles. It went on sale in 2015.", "Seserlo bicycle"),
+    Passage("b2", "The Seserlo bicycle comes with a guarantee of five years.", "Seserlo bicycle"),
+    Passage("c1", "Vrunsha Foods has its head office in Genbalir.", "Vrunsha Foods"),
+    Passage("c2", "Zendek Textiles has its head office in Dosborser.", "Zendek Textiles"),
+]
+
+
+def test_names_in_takes_each_run_of_capitalised_words_as_one_name() -> None:
+    text = "The Seserlo bicycle is made by Zendek Textiles. It went on sale in May 2015 in Dosborser."
+    assert names_in(text) == ["Seserlo", "Zendek Textiles", "Dosborser"]
+    assert names_in("It went on sale in 2015.") == []
+
+
+def test_support_trigger_hops_through_the_entity_the_documents_name_for_the_draft() -> None:
+    # The draft describes the maker ("the company that makes ...") without naming it; its own words
+    # find the bicycle's passages again, the maker's name from them finds the maker's head office.
+    question = "In which town does the company that makes the Seserlo bicycle have its head office?"
+    bad = " The company that makes the Seserlo bicycle has its head office in Genbalir."
+    good = " Zendek Textiles makes the Seserlo bicycle and has its head office in Dosborser."
+    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("Dosborser."), [])])
+    lm.add(lambda p: "Dosborser" in p.rsplit("Question:", 1)[0], says(good))
+    lm.add(lambda p: not _tail(p).strip(), says(bad))
+    flare, tracer = run(lm, retriever=MemoryRetriever(BICYCLE), trigger="support", k=3, verify="flag")
+    answer = flare.answer(question)
+    first = tracer.traces[0].steps[0]
+    assert first.draft == bad.strip() and any(q.startswith("Zendek Textiles") for q in first.queries)
+    assert "c2" in [r.id for r in first.retrieved]
+    assert [s.text for s in answer.sentences] == [good.strip()] and not answer.sentences[0].flagged
+
+
+def test_hop_queries_need_a_name_the_question_and_draft_do_not_say() -> None:
+    # With trigger=min there are no question documents to hop through: no hop query.
+    lm = ScriptedLM([(lambda p: True, says(" He was shot in Rome in 1990."))])
+    flare, tracer = run(lm, trigger="min", max_sentences=2)
+    flare.answer(QUESTION)
+    assert not any(q.startswith(("Gianni", "Versace")) for st in tracer.traces[0].steps[1:] for q in st.queries[1:])

@@ -4,6 +4,8 @@
 #
 #   bash docs/results/qwen/reproduce.sh dev       # development runs (control tokens, queries)
 #   bash docs/results/qwen/reproduce.sh test      # held-out lanes, in the protocol's order
+#   bash docs/results/qwen/reproduce.sh dev2      # round 2: development (first sentence checked, hops)
+#   bash docs/results/qwen/reproduce.sh test2     # round 2: held-out lanes
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
 # Resumable: every lane appends finished answers to its own results.jsonl and a rerun skips them.
@@ -48,8 +50,21 @@ test_asqa() { ev --dataset asqa --offset 100 --limit 100 "${CORE[@]}" "${LONG[@]
 test_musique() { ev --dataset musique --offset 100 --limit 100 "${CORE[@]}" "${QA[@]}" --out $OUT/test/musique; }
 test_hotpot() { ev --dataset hotpotqa --offset 100 --limit 100 "${CORE[@]}" "${QA[@]}" --out $OUT/test/hotpotqa; }
 
+# -- round 2 (PROTOCOL.md, "Round 2"): the first sentence checked, draft documents first, hop queries --
+BRIDGE=docs/results/world/data/bridge
+PAIR=(--method single --method "$DEFAULT")
+# dev2/{bridge,2wiki,world} ran at commit 7da7d44, before hop queries (`git checkout 7da7d44` to
+# redo them); this code gives the -hop lanes.
+dev2_bridge() { ev --dataset $BRIDGE --limit 20 --method "$DEFAULT" "${QA[@]}" --out $OUT/dev2/bridge-hop; }
+dev2_2wiki() { ev --dataset 2wikimultihopqa --limit 30 --method "$DEFAULT" "${QA[@]}" --out $OUT/dev2/2wiki-hop; }
+dev2_world() { ev --dataset $WORLD --limit 20 --method "$DEFAULT" "${LONG[@]}" --out $OUT/dev2/world-hop; }
+test2_bridge() { ev --dataset $BRIDGE --offset 40 --limit 120 "${PAIR[@]}" "${QA[@]}" --out $OUT/test2/bridge; }
+test2_2wiki() { ev --dataset 2wikimultihopqa --offset 100 --limit 100 "${PAIR[@]}" "${QA[@]}" --out $OUT/test2/2wiki; }
+test2_hotpot() { ev --dataset hotpotqa --offset 100 --limit 100 "${PAIR[@]}" "${QA[@]}" --out $OUT/test2/hotpotqa; }
+test2_world() { ev --dataset $WORLD --offset 40 --limit 120 "${PAIR[@]}" "${LONG[@]}" --out $OUT/test2/world; }
+
 report() {
-  for dir in $OUT/dev/* $OUT/test/*; do
+  for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -57,7 +72,9 @@ report() {
 case "${1:-all}" in
   dev) lanes dev_ctl_on dev_ctl_off dev_query ;;
   test) lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot ;;
+  dev2) lanes dev2_bridge dev2_2wiki dev2_world ;;
+  test2) lanes test2_bridge test2_2wiki test2_hotpot test2_world ;;
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
-  *) echo "usage: $0 [dev|test|report|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [dev|test|dev2|test2|report|all]" >&2; exit 2 ;;
 esac

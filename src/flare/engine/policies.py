@@ -15,6 +15,7 @@ Built in:
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from flare.engine.ending import draft_end
 from flare.engine.events import Rewriting, Searching
@@ -24,9 +25,15 @@ from flare.query.explicit import ask_questions, low_spans
 from flare.query.implicit import masked_query
 from flare.text import content_words, fold, join_words, words
 from flare.types import Passage, TokenLogprob
-from flare.verify.support import Support, subject
+from flare.verify.support import Claim, Support, claims, subject
 
 MIN_QUERY_WORDS = 2  # fewer content words than this and a masked draft is not a query
+MAX_HOPS = 2  # names a draft's best passage lends to hop queries (see hop_queries)
+# Capitalised, but a date's part, not an entity to hop to.
+CALENDAR = frozenset("""
+    january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday
+""".split())  # noqa: SIM905 - a word list reads better as text
 
 
 class NoRetrieval:
@@ -113,6 +120,8 @@ class FlareDirect:
         """Search for what ``piece`` is unsure of (or its documents lack) and write it again."""
         s, rec = ctx.settings, ctx.record
         queries = form_queries(ctx, piece, drop=unbacked)
+        if base and s.trigger == "support":
+            queries += hop_queries(ctx, piece, base, queries[0] if queries else "", unbacked)
         if ctx.retrievals_left <= 0:
             return ctx.capped(piece, "max_retrievals")
         queries = queries[: ctx.retrievals_left]
@@ -141,6 +150,51 @@ class FlareDirect:
             return Commit(piece, docs, retrieved=True)  # nothing new: the same prompt writes the same sentence
         yield Rewriting(ctx.index)
         return Commit(ctx.generate(docs, "regenerate"), docs, retrieved=True)
+
+
+def hop_queries(ctx: StepContext, piece: Piece, base: Sequence[Passage], query: str,
+                unbacked: frozenset[str] = frozenset()) -> list[str]:  # fmt: skip
+    """Queries through the entity a draft describes but does not name: the hop to a bridge.
+
+    "The company that makes the Seserlo bicycle has its head office in Genbalir." is not backed,
+    and its own words find the bicycle's passages again. The passage that matches the draft best
+    names the maker ("The Seserlo bicycle is made by Zendek Textiles."): its names that neither
+    the question, the answer so far nor the draft say, with the draft's words that passage lacks
+    ("Zendek Textiles head office"), find the maker's own passages. At most :data:`MAX_HOPS`.
+    The best passage names the draft's subject and shares most of its backed words.
+    """
+    known = content_words(f"{ctx.run.question} {ctx.run.answer_so_far} {piece.text}")
+    drafted = content_words(piece.text) - unbacked
+    about = subject(piece.text, [ctx.run.question, *(x.text for x in ctx.run.sentences)])
+
+    def match(p: Passage) -> tuple[int, int]:
+        said = content_words(f"{p.title} {p.text}")
+        return len(about & said), len(drafted & said)
+
+    best = max(base, key=match)
+    have = content_words(f"{best.title} {best.text}")
+    rest = [w for w in words(query) if fold(w) not in have and fold(w) in content_words(w)]
+    out: list[str] = []
+    for name in names_in(best.text):
+        if len(out) == MAX_HOPS:
+            break
+        if not content_words(name) & known:
+            out.append(join_words([name, *rest]))
+    return out
+
+
+def names_in(text: str) -> list[str]:
+    """The names ``text`` states, in order, each run of capitalised words as one ("Zendek Textiles")."""
+    out: list[str] = []
+    run: list[Claim] = []
+    for c in [*claims(text), None]:
+        if c is not None and c.kind == "name" and (not run or text[run[-1].end : c.start] == " "):
+            run.append(c)
+            continue
+        if run and not (len(run) == 1 and fold(run[0].text) in CALENDAR):
+            out.append(text[run[0].start : run[-1].end])
+        run = [c] if c is not None and c.kind == "name" else []
+    return list(dict.fromkeys(out))
 
 
 def _unbacked(support: Support) -> frozenset[str]:
