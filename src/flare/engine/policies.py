@@ -128,13 +128,19 @@ class FlareDirect:
         if ctx.run.count_gap(gap_words(ctx, queries)) > s.max_retries_per_gap:
             return ctx.capped(piece, "max_retries_per_gap")
         yield Searching(ctx.index, len(queries))
-        hits = ctx.search(queries)
+        # The support trigger's draft was written from ``base`` and they do not back it: search
+        # for other passages. Finding none, it keeps the draft (the same prompt would write it).
+        seen = {d.id for d in base} if s.trigger == "support" else set()
+        hits = ctx.search(queries, exclude=seen)
         if not hits and ctx.retrievals_left > 0 and not s.query_with_question:
             # A masked draft can be all filler ("village is in the region of"): before giving
             # up, ask with the question plus the draft's confident words.
             fallback = join_words([ctx.run.question, masked_query(piece.tokens, s.beta)])
             queries.append(fallback)
-            hits = ctx.search([fallback])
+            hits = ctx.search([fallback], exclude=seen)
+        if not hits and seen:
+            rec.decision = "retrieve"
+            return Commit(piece, base, retrieved=True)
         if not hits:
             rec.decision = "no_evidence"
             return missing(ctx, piece)
