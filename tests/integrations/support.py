@@ -1,4 +1,4 @@
-"""A small corpus and a script that retrieves once for the question and once for an unsure draft."""
+"""A small corpus and a script that retrieves for the question, then for an unsure draft."""
 
 from __future__ import annotations
 

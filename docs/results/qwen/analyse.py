@@ -28,10 +28,12 @@ REFERENCE = "single"
 
 
 def main_score(record: dict[str, Any]) -> float | None:
-    """World: fact recall from the truth; else the dataset's quality (None: nothing to score, e.g.
-    a permission probe with no gold facts)."""
+    """The long-form world: fact recall from the truth; else the dataset's quality — exact match on
+    the world's short bridge questions, as on 2WikiMultihopQA (None: nothing to score, e.g. a
+    permission probe with no gold facts)."""
     scores = record["scores"]
-    value = scores["truth_fact_recall"] if "truth_fact_recall" in scores else scores["quality"]
+    long_world = record.get("task") == "long" and "truth_fact_recall" in scores
+    value = scores["truth_fact_recall"] if long_world else scores["quality"]
     return None if value is None else float(value)
 
 
