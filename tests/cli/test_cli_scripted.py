@@ -69,7 +69,8 @@ def test_ask_retrieves_where_the_draft_is_unsure_and_cites_only_permitted_passag
     steps = json.loads(trace.read_text(encoding="utf-8"))["steps"]
     assert steps[1]["draft"] == "Its lamp burned coal." and steps[1]["decision"] == "retrieve"
     # "coal" (p=0.1 < β) is masked out; "Its" points at the lighthouse the answer named: its name leads.
-    assert steps[1]["queries"] == ["Quillmere Its lamp burned"]
+    # Then a hop through the name the draft's best document gives, with the words that document lacks.
+    assert steps[1]["queries"] == ["Quillmere Its lamp burned", "Ada Pemberton lamp burned"]
     assert all(r["id"] != "secret-1" for s in steps for r in s["retrieved"])
 
 
