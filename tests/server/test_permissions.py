@@ -100,8 +100,11 @@ def test_staff_never_sees_finance_passages(server: LiveServer, parrot: ParrotLM)
         assert retrieved <= STAFF_IDS
     # Stronger than the outputs: no finance passage ever reached the model.
     assert parrot.prompts and not any(_leaks(p) for p in parrot.prompts)
-    first = json.loads(outputs[0])
-    assert first["sources"] and {s["id"] for s in first["sources"]} <= STAFF_IDS
+    # And the answers are not empty by accident: they cite staff passages (the parrot's sentences
+    # recite several passages at once, so some are flagged and cite nothing).
+    answers = [json.loads(outputs[i]) for i in range(0, len(outputs) - len(traces), 4)]
+    cited = {s["id"] for a in answers for s in a["sources"]}
+    assert cited and cited <= STAFF_IDS
 
 
 def test_asking_for_acl_only_adds_a_condition(server: LiveServer) -> None:

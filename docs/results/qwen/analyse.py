@@ -11,6 +11,9 @@ wins / losses — and the ratio of mean seconds per answer.
 Usage::
 
     python docs/results/qwen/analyse.py docs/results/qwen/test/*/results.jsonl > docs/results/qwen/tables.md
+    python docs/results/qwen/analyse.py --plot docs/results/qwen/test2.png docs/results/qwen/test2/*/results.jsonl
+
+``--plot PNG`` also draws every paired difference with its interval, one row per lane and method.
 """
 
 from __future__ import annotations
@@ -55,7 +58,10 @@ def share(records: list[dict[str, Any]], key: str) -> str:
     return f"{statistics.mean(values):.3f}" if values else "–"
 
 
-def table(path: Path) -> None:
+Paired = tuple[str, float, float, float, int]  # label, mean difference, low, high, n
+
+
+def table(path: Path, pairs: list[Paired] | None = None) -> None:
     by: dict[str, dict[str, dict[str, dict[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
     for r in read_results(path):
         if not r.get("error") and r.get("scores") and main_score(r) is not None:
@@ -82,6 +88,8 @@ def table(path: Path) -> None:
                 lo, hi = interval(diffs)
                 wins, losses = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
                 slow = sum(recs[i]["seconds"] for i in ids) / max(1e-9, sum(base[i]["seconds"] for i in ids))
+                if pairs is not None:
+                    pairs.append((f"{path.parent.name}: {method}", statistics.mean(diffs), lo, hi, len(ids)))
                 cells += [f"{statistics.mean(diffs):+.3f} [{lo:+.3f}, {hi:+.3f}] (n={len(ids)})",
                           f"{wins} / {losses}", f"{slow:.2f}×"]  # fmt: skip
             else:
@@ -89,6 +97,32 @@ def table(path: Path) -> None:
             print("| " + " | ".join(cells) + " |")
 
 
+def plot(pairs: list[Paired], out: Path) -> None:
+    """A forest plot: each method's difference to ``single`` with its 95% interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(pairs) + 1.2))
+    for y, (_, mean, lo, hi, n) in enumerate(reversed(pairs)):
+        ax.errorbar(mean, y, xerr=[[mean - lo], [hi - mean]], fmt="o", color="C0" if lo > 0 else "C7", capsize=3)
+        ax.text(1.02, y, f"n={n}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(range(len(pairs)), [p[0] for p in reversed(pairs)], fontsize=8)
+    ax.set_xlabel("score − single's, paired (95% bootstrap interval)")
+    fig.tight_layout()
+    tmp = out.with_name(f".{out.name}.tmp.png")
+    fig.savefig(tmp, dpi=120)
+    tmp.replace(out)
+
+
 if __name__ == "__main__":
-    for arg in sys.argv[1:]:
-        table(Path(arg))
+    args = sys.argv[1:]
+    target = Path(args.pop(args.index("--plot") + 1)) if "--plot" in args else None
+    args = [a for a in args if a != "--plot"]
+    found: list[Paired] = []
+    for arg in args:
+        table(Path(arg), found)
+    if target is not None and found:
+        plot(found, target)
