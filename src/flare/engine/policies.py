@@ -138,19 +138,17 @@ class FlareDirect:
             fallback = join_words([ctx.run.question, masked_query(piece.tokens, s.beta)])
             queries.append(fallback)
             hits = ctx.search([fallback], exclude=seen)
-        if not hits and seen:
-            rec.decision = "retrieve"
-            return Commit(piece, base, retrieved=True)
-        if not hits:
+        if not hits and not seen:
             rec.decision = "no_evidence"
             return missing(ctx, piece)
-        if s.conditional_commit and ctx.relevance(" ".join(queries), [h.passage for h in hits]) < s.min_relevance:
+        found = [h.passage for h in hits]
+        if found and s.conditional_commit and ctx.relevance(" ".join(queries), found) < s.min_relevance:
             rec.decision = "irrelevant"
             return Commit(piece, retrieved=True, grounded=False)
         # The documents the draft was written from come first, the new ones after them: the
         # rewrite's prompt then starts as the draft's did, and the model's cache of that prefix
         # (instructions and first documents) is used again instead of evaluated anew.
-        docs = dedupe(list(base) + [h.passage for h in hits])
+        docs = dedupe(list(base) + found)
         rec.decision = "retrieve"
         if [d.id for d in docs] == [d.id for d in base]:
             return Commit(piece, docs, retrieved=True)  # nothing new: the same prompt writes the same sentence
