@@ -10,9 +10,15 @@ restarts it, stops PostgreSQL for ``--pg-outage`` seconds and restarts it, and r
 index with ``flare index`` (an atomic swap the server picks up without a restart).
 
 It prints: answered / clean errors / refused / hung / broken streams, traces stored against
-answers finished and trace losses counted, RSS and open file descriptors of the server at start
-and end, slots free at the end, ``/healthz`` latency p50/p99 during the run, and the issue's
-"done when" checks; ``--plot`` draws the run over time (PNG), ``--json`` keeps every figure.
+answers finished and traces lost (never stored: the server retries a write PostgreSQL refused),
+RSS and open file descriptors of the server at start and end, slots free at the end, the
+machine's load average, ``/healthz`` latency p50/p99 during the run, and the issue's "done when"
+checks; ``--plot`` draws the run over time (PNG), ``--json`` keeps every figure.
+
+``/healthz`` is timed twice: by a sampler in the load generator's own event loop (which also
+counts that loop's lag, printed beside it) and by a prober process that does nothing else, as a
+load balancer's health check would; the check uses the prober. The prober also times a
+do-nothing Starlette server in a process of its own: what the machine allows at that moment.
 Bounded in count (``--requests``) and time (``--timeout`` for the whole run, ``--request-timeout``
 per request: a request past it is counted as hung).
 
@@ -332,6 +338,7 @@ async def sample(url: str, pid: int, started: float, stop: asyncio.Event, rows: 
                 rss, fds = 0, 0
             rows.append({"t": time.monotonic() - started, "healthz_ms": ms, "in_flight": health.get("in_flight", 0),
                          "queue": health.get("queue_depth", 0), "rss": rss, "fds": fds, "client_lag_ms": lag,
+                         "load1": os.getloadavg()[0],
                          "generation": health.get("index", {}).get("generation", 0)})  # fmt: skip
             t1 = time.perf_counter()
             with suppress(TimeoutError):
@@ -558,6 +565,7 @@ async def _soak(cfg: Config, lm: FakeLM, pg: Postgres | None, flare: Flare, work
     probed = sorted(ms for target, ms, _ in in_load if target == 0)
     controlled = sorted(ms for target, ms, _ in in_load if target == 1)
     lags = sorted(r["client_lag_ms"] for r in load_rows)
+    loads = [r["load1"] for r in load_rows]
     return {
         "seconds": round(time.monotonic() - started, 1),
         "timed_out": timed_out,
@@ -593,6 +601,8 @@ async def _soak(cfg: Config, lm: FakeLM, pg: Postgres | None, flare: Flare, work
         "healthz_probe_failed": sum(1 for target, _, status in in_load if target == 0 and status != 200),
         "control_healthz_ms_p50": _quantile(controlled, 0.5),
         "control_healthz_ms_p99": _quantile(controlled, 0.99),
+        "load1_min_mean_max": [round(min(loads), 2), round(statistics.fmean(loads), 2), round(max(loads), 2)]
+        if loads else None,
         "client_lag_ms_p50": _quantile(lags, 0.5),
         "client_lag_ms_p99": _quantile(lags, 0.99),
         "events": events,
@@ -691,6 +701,7 @@ def print_report(r: dict[str, Any]) -> None:
         f"/healthz probe p50/p99 {r['healthz_probe_ms_p50']} / {r['healthz_probe_ms_p99']} ms (a process of its own, "
         f"{r['healthz_probe_n']} probes, {r['healthz_probe_failed']} failed); a do-nothing server probed "
         f"alike: {r['control_healthz_ms_p50']} / {r['control_healthz_ms_p99']} ms",
+        f"machine load average   {r['load1_min_mean_max']} (1-minute, min / mean / max during the load; 2 cores)",
         f"index generation       {r['index_generation']} {r['reloads']}",
         f"exit code on SIGTERM   {r['exit_code']}; tracebacks in the server log: {r['tracebacks_in_log']}",
         "events                 " + "; ".join(f"{e['name']} {e['start']:.1f}-{e['end']:.1f} s" for e in r["events"]),
