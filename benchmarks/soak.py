@@ -10,9 +10,15 @@ restarts it, stops PostgreSQL for ``--pg-outage`` seconds and restarts it, and r
 index with ``flare index`` (an atomic swap the server picks up without a restart).
 
 It prints: answered / clean errors / refused / hung / broken streams, traces stored against
-answers finished and trace losses counted, RSS and open file descriptors of the server at start
-and end, slots free at the end, ``/healthz`` latency p50/p99 during the run, and the issue's
-"done when" checks; ``--plot`` draws the run over time (PNG), ``--json`` keeps every figure.
+answers finished and traces lost (never stored: the server retries a write PostgreSQL refused),
+RSS and open file descriptors of the server at start and end, slots free at the end, the
+machine's load average, ``/healthz`` latency p50/p99 during the run, and the issue's "done when"
+checks; ``--plot`` draws the run over time (PNG), ``--json`` keeps every figure.
+
+``/healthz`` is timed twice: by a sampler in the load generator's own event loop (which also
+counts that loop's lag, printed beside it) and by a prober process that does nothing else, as a
+load balancer's health check would; the check uses the prober. The prober also times a
+do-nothing Starlette server in a process of its own: what the machine allows at that moment.
 Bounded in count (``--requests``) and time (``--timeout`` for the whole run, ``--request-timeout``
 per request: a request past it is counted as hung).
 
@@ -317,6 +323,7 @@ async def sample(url: str, pid: int, started: float, stop: asyncio.Event, rows: 
     import psutil  # type: ignore[import-untyped]
 
     proc = psutil.Process(pid)
+    lag = 0.0
     async with httpx.AsyncClient(base_url=url, timeout=10) as http:
         while not stop.is_set():
             t0 = time.perf_counter()
@@ -330,10 +337,109 @@ async def sample(url: str, pid: int, started: float, stop: asyncio.Event, rows: 
             except psutil.Error:
                 rss, fds = 0, 0
             rows.append({"t": time.monotonic() - started, "healthz_ms": ms, "in_flight": health.get("in_flight", 0),
-                         "queue": health.get("queue_depth", 0), "rss": rss, "fds": fds,
+                         "queue": health.get("queue_depth", 0), "rss": rss, "fds": fds, "client_lag_ms": lag,
+                         "load1": os.getloadavg()[0],
                          "generation": health.get("index", {}).get("generation", 0)})  # fmt: skip
+            t1 = time.perf_counter()
             with suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.25)
+            # How late this process's own event loop woke up: the load generator's lag, not the server's.
+            lag = max(0.0, (time.perf_counter() - t1 - 0.25) * 1000)
+
+
+class Control:
+    """A do-nothing ``/healthz`` (Starlette on uvicorn, like flare) in a process of its own.
+
+    Probed beside flare in the same run, it shows what the machine itself allows: on 2 cores
+    shared with other work, a nice 10 process waits for the CPU whatever it serves.
+    """
+
+    APP = (
+        "import sys, uvicorn\n"
+        "from starlette.applications import Starlette\n"
+        "from starlette.responses import JSONResponse\n"
+        "from starlette.routing import Route\n"
+        "async def health(request): return JSONResponse({'status': 'ok', 'in_flight': 0})\n"
+        "uvicorn.run(Starlette(routes=[Route('/healthz', health)]), host='127.0.0.1', port=int(sys.argv[1]),"
+        " log_level='warning')\n"
+    )
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, "-c", self.APP, str(self.port)], env=child_env(),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        wait_http(f"{self.url}/healthz", self.proc)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+
+
+class Prober:
+    """``/healthz`` every 0.25 s from a process of its own, as a load balancer's health check sees it.
+
+    The sampler above shares the load generator's event loop with every client stream, so its
+    latency includes that loop's own lag; this process does nothing else. It probes each URL in
+    turn (flare, then the :class:`Control`), stdlib only, one keep-alive connection each, and
+    writes ``monotonic-seconds target milliseconds status`` lines.
+    """
+
+    def __init__(self, urls: list[str], out: Path) -> None:
+        self.out = out
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--probe", str(out), *urls],
+                                     env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+    def stop(self) -> list[tuple[float, int, float, int]]:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+        rows = []
+        for line in self.out.read_text(encoding="utf-8").splitlines() if self.out.exists() else []:
+            t, target, ms, status = line.split()
+            rows.append((float(t), int(target), float(ms), int(status)))
+        return rows
+
+
+def probe_main(out: Path, urls: list[str]) -> None:
+    """The prober's loop (``soak.py --probe FILE URL...``) until SIGTERM."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    running = True
+
+    def stop(*_: object) -> None:
+        nonlocal running
+        running = False
+
+    signal.signal(signal.SIGTERM, stop)
+    targets = [urlsplit(u) for u in urls]
+    conns: list[http.client.HTTPConnection | None] = [None] * len(targets)
+    with out.open("a", encoding="utf-8") as f:
+        while running:
+            for i, parts in enumerate(targets):
+                t0 = time.perf_counter()
+                status = -1
+                try:
+                    conn = conns[i] or http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
+                    conns[i] = conn
+                    conn.request("GET", "/healthz")
+                    response = conn.getresponse()
+                    response.read()
+                    status = response.status
+                except (OSError, http.client.HTTPException):
+                    if conns[i] is not None:
+                        conns[i].close()  # type: ignore[union-attr]
+                    conns[i] = None
+                ms = (time.perf_counter() - t0) * 1000
+                f.write(f"{time.monotonic():.4f} {i} {ms:.3f} {status}\n")
+            f.flush()
+            time.sleep(0.25)
 
 
 async def chaos(cfg: Config, tally: Tally, progress: asyncio.Event, lm: FakeLM, pg: Postgres | None,
@@ -398,7 +504,7 @@ def run(cfg: Config) -> dict[str, Any]:
         store = pg.url if pg is not None else f"sqlite:{work / 'traces.sqlite'}"
         flare = Flare(cfg, work, lm.url, store, queue)
         stack.callback(flare.kill)
-        report = asyncio.run(_soak(cfg, lm, pg, flare))
+        report = asyncio.run(_soak(cfg, lm, pg, flare, work))
         report["exit_code"] = flare.stop()
         report["stored"] = pg.count() if pg is not None else _sqlite_count(work / "traces.sqlite")
         log = flare.log_path.read_text(encoding="utf-8", errors="replace")
@@ -417,8 +523,10 @@ def _sqlite_count(path: Path) -> int:
         return int(db.execute("SELECT COUNT(*) FROM flare_traces").fetchone()[0])
 
 
-async def _soak(cfg: Config, lm: FakeLM, pg: Postgres | None, flare: Flare) -> dict[str, Any]:
+async def _soak(cfg: Config, lm: FakeLM, pg: Postgres | None, flare: Flare, work: Path) -> dict[str, Any]:
     started = time.monotonic()
+    control = Control()
+    prober = Prober([flare.url, control.url], work / "probe.txt")
     tally, progress, stop = Tally(), asyncio.Event(), asyncio.Event()
     rows: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
@@ -436,19 +544,28 @@ async def _soak(cfg: Config, lm: FakeLM, pg: Postgres | None, flare: Flare) -> d
         health: dict[str, Any] = (await http.get("/healthz")).json()
         # The swap is finished on disk when the agitator returns; the server sees it at its next look
         # (``--index-poll``), which can come after the last answer: wait for that too.
-        while (health["in_flight"] or health["queue_depth"] or (cfg.swap and health["index"]["generation"] < 2)) \
-                and time.monotonic() < deadline:  # fmt: skip
+        # Traces that waited for PostgreSQL are written by the server's retry a moment later.
+        values = metric_values((await http.get("/metrics")).text)
+        while (health["in_flight"] or health["queue_depth"] or (cfg.swap and health["index"]["generation"] < 2)
+               or values.get("flare_traces_pending", 0)) and time.monotonic() < deadline:  # fmt: skip
             await asyncio.sleep(0.1)
             health = (await http.get("/healthz")).json()
-        values = metric_values((await http.get("/metrics")).text)
+            values = metric_values((await http.get("/metrics")).text)
     stop.set()
     await sampler
+    probes = prober.stop()
+    control.close()
     # "During the run": from the first finished request on (the first answers warm the server up:
     # imports, the first connections), to the last.
     first_done = tally.timeline[0][0] if tally.timeline else 0.0
     last_done = tally.timeline[-1][0] if tally.timeline else 0.0
     load_rows = [r for r in rows if first_done <= r["t"] <= last_done] or rows
     latencies = sorted(r["healthz_ms"] for r in load_rows)
+    in_load = [(target, ms, status) for t, target, ms, status in probes if first_done <= t - started <= last_done]
+    probed = sorted(ms for target, ms, _ in in_load if target == 0)
+    controlled = sorted(ms for target, ms, _ in in_load if target == 1)
+    lags = sorted(r["client_lag_ms"] for r in load_rows)
+    loads = [r["load1"] for r in load_rows]
     return {
         "seconds": round(time.monotonic() - started, 1),
         "timed_out": timed_out,
@@ -461,7 +578,9 @@ async def _soak(cfg: Config, lm: FakeLM, pg: Postgres | None, flare: Flare) -> d
         "broken": tally.broken,
         "first_broken": tally.first_errors,
         "server_finished": total(values, "flare_answers_total"),
-        "trace_losses_counted": total(values, "flare_trace_store_errors_total"),
+        "trace_losses_counted": total(values, "flare_traces_lost_total"),
+        "trace_writes_deferred": total(values, "flare_trace_store_errors_total"),
+        "traces_pending_at_end": total(values, "flare_traces_pending"),
         "cancelled": total(values, "flare_cancelled_total"),
         "reloads": {k: v for k, v in values.items() if k.startswith("flare_index_reloads_total")},
         "index_generation": health["index"]["generation"],
@@ -476,10 +595,26 @@ async def _soak(cfg: Config, lm: FakeLM, pg: Postgres | None, flare: Flare) -> d
         "healthz_ms_p50": round(statistics.median(latencies), 2) if latencies else None,
         "healthz_ms_p99": round(latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))], 2)
         if latencies else None,
+        "healthz_probe_ms_p50": _quantile(probed, 0.5),
+        "healthz_probe_ms_p99": _quantile(probed, 0.99),
+        "healthz_probe_n": len(probed),
+        "healthz_probe_failed": sum(1 for target, _, status in in_load if target == 0 and status != 200),
+        "control_healthz_ms_p50": _quantile(controlled, 0.5),
+        "control_healthz_ms_p99": _quantile(controlled, 0.99),
+        "load1_min_mean_max": [round(min(loads), 2), round(statistics.fmean(loads), 2), round(max(loads), 2)]
+        if loads else None,
+        "client_lag_ms_p50": _quantile(lags, 0.5),
+        "client_lag_ms_p99": _quantile(lags, 0.99),
         "events": events,
         "samples": rows,
+        "probes": [(round(t - started, 3), target, ms, status) for t, target, ms, status in probes],
         "timeline": tally.timeline,
     }  # fmt: skip
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    """The ``q`` quantile of sorted ``values`` (the nearest rank below), or None when empty."""
+    return round(values[min(len(values) - 1, int(q * len(values)))], 2) if values else None
 
 
 def checks(r: dict[str, Any]) -> dict[str, bool]:
@@ -493,7 +628,9 @@ def checks(r: dict[str, Any]) -> dict[str, bool]:
             r["stored"] + r["trace_losses_counted"] == r["server_finished"],
         "RSS growth under 50 MB": r["rss_mb_end"] - r["rss_mb_start"] < 50,
         "open fds flat (within 8)": abs(r["fds_end"] - r["fds_start"]) <= 8,
-        "/healthz p99 under 50 ms": r["healthz_ms_p99"] is not None and r["healthz_ms_p99"] < 50,
+        # Probed from a process of its own, as a load balancer would: the sampler in the load
+        # generator's loop also counts that loop's own lag (printed beside it).
+        "/healthz p99 under 50 ms": r["healthz_probe_ms_p99"] is not None and r["healthz_probe_ms_p99"] < 50,
         ">= 95% answered rather than refused": answered_or_refused > 0 and r["answered"] / answered_or_refused >= 0.95,
         "the swapped index is served": r["index_generation"] >= 2 or not r["config"]["swap"],
         "exit 0 on SIGTERM": r["exit_code"] == 0,
@@ -552,11 +689,19 @@ def print_report(r: dict[str, Any]) -> None:
         f"hung                   {r['hung']}",
         f"broken streams         {r['broken']} {r['first_broken'][:2] if r['broken'] else ''}",
         f"server finished        {r['server_finished']:.0f} answers (client-side answered {r['answered']})",
-        f"traces stored          {r['stored']}  + losses counted {r['trace_losses_counted']:.0f}",
+        f"traces stored          {r['stored']}  + losses counted {r['trace_losses_counted']:.0f} "
+        f"({r['trace_writes_deferred']:.0f} writes failed at first and were retried; "
+        f"{r['traces_pending_at_end']:.0f} still waiting at the end)",
         f"RSS MB start / end     {r['rss_mb_start']} / {r['rss_mb_end']} (after the first answer: {r['rss_mb_warm']})",
         f"open fds start / end   {r['fds_start']} / {r['fds_end']} (after the first answer: {r['fds_warm']})",
         f"slots in use at end    {r['slots_in_use_at_end']} (queue {r['queue_at_end']})",
-        f"/healthz p50 / p99 ms  {r['healthz_ms_p50']} / {r['healthz_ms_p99']} (polled every 0.25 s under load)",
+        f"/healthz p50 / p99 ms  {r['healthz_ms_p50']} / {r['healthz_ms_p99']} (polled every 0.25 s under load "
+        f"from the load generator's event loop, whose own lag p50 / p99 was {r['client_lag_ms_p50']} / "
+        f"{r['client_lag_ms_p99']} ms)",
+        f"/healthz probe p50/p99 {r['healthz_probe_ms_p50']} / {r['healthz_probe_ms_p99']} ms (a process of its own, "
+        f"{r['healthz_probe_n']} probes, {r['healthz_probe_failed']} failed); a do-nothing server probed "
+        f"alike: {r['control_healthz_ms_p50']} / {r['control_healthz_ms_p99']} ms",
+        f"machine load average   {r['load1_min_mean_max']} (1-minute, min / mean / max during the load; 2 cores)",
         f"index generation       {r['index_generation']} {r['reloads']}",
         f"exit code on SIGTERM   {r['exit_code']}; tracebacks in the server log: {r['tracebacks_in_log']}",
         "events                 " + "; ".join(f"{e['name']} {e['start']:.1f}-{e['end']:.1f} s" for e in r["events"]),
@@ -568,6 +713,9 @@ def print_report(r: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--probe"]:
+        probe_main(Path(sys.argv[2]), sys.argv[3:])
+        return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--requests", type=int, default=5000)
     p.add_argument("--slots", type=int, default=4, help="--max-concurrency of the server")

@@ -15,7 +15,10 @@ it accepts requests. The engine's ``settings`` are the default for every answer,
 ``traces`` is where served traces are kept for ``GET /v1/traces/{id}``: a store, or a spec
 opened at start-up and closed at shutdown (``"sqlite:PATH"``, ``"postgresql://…"``, ``"memory"``,
 see :mod:`flare.server.traces`) with ``limits.max_traces`` and ``limits.max_trace_age_days`` as
-retention. The default keeps the last ``max_traces`` in memory.
+retention. The default keeps the last ``max_traces`` in memory. A write the store fails (a
+database restarting) is queued and retried (:mod:`flare.server.trace_buffer`); what is still
+queued at shutdown gets ``TRACE_FLUSH_WAIT`` seconds, and any trace never written is counted in
+``flare_traces_lost_total``.
 
 ``index`` (an :class:`~flare.server.reload.IndexSource`) lets the server serve a rebuilt index
 without a restart: it is watched every ``limits.index_poll_seconds`` and reloaded on request
@@ -53,12 +56,14 @@ from flare.server.limits import Limits
 from flare.server.metrics import Metrics
 from flare.server.reload import IndexReloader, IndexSource
 from flare.server.runner import Service
+from flare.server.trace_buffer import BufferedTraceStore
 from flare.server.traces import MemoryTraceStore, TraceStore, open_trace_store
 
 log = logging.getLogger("flare.server")
 _ROUTE_LABELS = ("/v1/answers", "/v1/chat/completions", "/v1/models", "/healthz", "/metrics")
 _ANSWER_ROUTES = ("/v1/answers", "/v1/chat/completions")
 CUT_WAIT = 15.0  # seconds, after the grace period, for cut answers to stop and their responses to end
+TRACE_FLUSH_WAIT = 10.0  # seconds at shutdown to write traces still waiting for a store that was down
 
 
 def create_app(
@@ -82,7 +87,8 @@ def create_app(
         if callable(load):
             await anyio.to_thread.run_sync(load)  # fail before serving, not on the first request
         store = await anyio.to_thread.run_sync(_open_store, traces, limits)
-        service = Service(flare, gate, store, metrics)
+        buffered = BufferedTraceStore(store, metrics)
+        service = Service(flare, gate, buffered, metrics)
         app.state.service = service
         tasks: list[asyncio.Task[None]] = []
         if index is not None:
@@ -101,6 +107,7 @@ def create_app(
                     await task
             service.cancel_all()
             await anyio.to_thread.run_sync(service.wait_idle, CUT_WAIT)
+            await anyio.to_thread.run_sync(buffered.drain, TRACE_FLUSH_WAIT)
             if store is not traces:  # opened here from a spec: ours to close
                 store.close()
 
@@ -145,6 +152,8 @@ def _gauges(app: Starlette) -> list[tuple[str, str, float]]:
         ("flare_draining", "1 while the server drains for shutdown.", int(gate.draining)),
         ("flare_index_generation", "Generation of the served index (1 at start, +1 per reload).",
          service.index.generation),
+        ("flare_traces_pending", "Traces waiting for the trace store to take them (it failed a write).",
+         getattr(service.traces, "pending", 0)),
     ]  # fmt: skip
 
 

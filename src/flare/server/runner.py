@@ -400,6 +400,7 @@ class Run:
             self.service.traces.put(self.principal.name, trace)
         except Exception:  # the answer stands; the lost trace is logged and counted
             self.service.metrics.inc("flare_trace_store_errors_total")
+            self.service.metrics.inc("flare_traces_lost_total")
             log.exception("trace not stored", extra={"fields": {"trace_id": trace.get("trace_id"),
                                                                 "store": self.service.traces.name}})  # fmt: skip
 
