@@ -18,17 +18,10 @@ from flare.config import Settings
 from flare.engine.events import Event, Searching
 from flare.engine.metered import MeteredLM
 from flare.engine.prompts import PromptTemplate
-from flare.engine.sentences import (
-    ends_complete,
-    ends_sentence,
-    first_sentence_end,
-    lookahead_tokens,
-    repeat_words,
-    whole_words_end,
-)
+from flare.engine.sentences import ends_complete, lookahead_tokens, repeat_words, whole_words_end
 from flare.errors import RetrieverError
 from flare.retrieve.filters import Filters
-from flare.text import fold, repeated_ngram
+from flare.text import ends_sentence, first_sentence_end, fold, repeated_ngram
 from flare.trace.schema import Decision, RetrievedRecord, StepRecord, TraceRecord
 from flare.types import Answer, Citation, Completion, EndReason, Hit, Passage, Sentence, TokenLogprob
 from flare.verify.support import Support, claim_lift, exemplar_leaks

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from flare.errors import InputError
 from flare.retrieve.base import check_fields
 from flare.retrieve.filters import Filters
+from flare.text import char_content_words
 from flare.types import Hit, Passage
-from flare.verify.citations import content_words
 
 
 class MemoryRetriever:
@@ -55,14 +55,14 @@ class MemoryRetriever:
             raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
         self.check_filters(filters)
         self.queries.append((query, filters))
-        words = content_words(query)
+        words = char_content_words(query)
         if not words:
             return []
         hits = []
         for p in self.passages:
             if filters is not None and not filters.matches(p.meta):
                 continue
-            overlap = len(words & content_words(f"{p.title} {p.text}"))
+            overlap = len(words & char_content_words(f"{p.title} {p.text}"))
             if overlap:
                 hits.append(Hit(p, overlap / len(words)))
         hits.sort(key=lambda h: (-h.score, h.passage.id))
