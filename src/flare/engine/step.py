@@ -221,7 +221,7 @@ class StepContext:
         never names it, can only come from the exemplar. One search under the run's filters (so
         a hidden passage never changes the outcome); not counted as a retrieval of the answer.
         """
-        hits = self.retriever.search(name, k=1, filters=self.run.filters or None)
+        hits = self.retriever.search(name, k=1, filters=self.run.filters)
         return any(fold(name) in fold(f"{h.passage.title} {h.passage.text}") for h in hits)
 
     def relevance(self, query: str, docs: Sequence[Passage]) -> float:
@@ -239,7 +239,7 @@ class StepContext:
         t0 = time.perf_counter()
         rankings = []
         for q in queries:
-            hits = self.retriever.search(q, k=run.settings.k, filters=run.filters or None)
+            hits = self.retriever.search(q, k=run.settings.k, filters=run.filters)
             for h in hits:
                 if not run.filters.matches(h.passage.meta):
                     raise RetrieverError(

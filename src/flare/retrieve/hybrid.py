@@ -26,7 +26,7 @@ from typing import Any
 from flare.errors import CorpusIndexError, InputError, RetrieverError
 from flare.retrieve.base import Retriever
 from flare.retrieve.dense import DenseRetriever, Embedder, build_dense_index
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.types import Hit, Passage
 
 __all__ = ["HybridIndexInfo", "HybridRetriever", "build_hybrid_index", "rrf"]
@@ -81,7 +81,7 @@ class HybridRetriever:
             )
         return cls(TantivyRetriever(root / BM25_DIR), DenseRetriever(root / DENSE_DIR, embedder=embedder))
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         """The best ``k`` fused passages; both sides search under the same ``filters``."""
         if k < 0:
             raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
@@ -93,7 +93,7 @@ class HybridRetriever:
         dense = self.dense.search(query, k=depth, filters=filters)
         return rrf([lexical, dense], k=k, rrf_k=self.rrf_k)
 
-    def check_filters(self, filters: Filters | None) -> None:
+    def check_filters(self, filters: Filters) -> None:
         """Both sides must honour ``filters`` (each raises :class:`~flare.errors.FilterError` if not)."""
         self.lexical.check_filters(filters)
         self.dense.check_filters(filters)

@@ -39,7 +39,7 @@ from flare.errors import CorpusIndexError, FilterError, InputError, RetrieverErr
 from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, MetaSchema
 from flare.retrieve.dense import Embedder, MiniLMEmbedder, passage_text
-from flare.retrieve.filters import SYMBOLS, Condition, Filters, Op, Scalar, coerce, holds
+from flare.retrieve.filters import NO_FILTERS, SYMBOLS, Condition, Filters, Op, Scalar, coerce, holds
 from flare.types import Hit, Passage
 
 __all__ = ["DEFAULT_ANALYZER", "MilvusIndexInfo", "MilvusRetriever", "build_collection"]
@@ -145,7 +145,7 @@ class MilvusRetriever:
             self._c.close()
             self._c = None
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         """The best ``k`` passages for ``query`` among those matching ``filters``, best first."""
         if k < 0:
             raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
@@ -167,7 +167,7 @@ class MilvusRetriever:
             raise RetrieverError(f"Milvus search failed: {err}", "check the server log") from None
         return [_hit(row) for row in (res[0] if res else [])]
 
-    def check_filters(self, filters: Filters | None) -> None:
+    def check_filters(self, filters: Filters) -> None:
         """Raise :class:`~flare.errors.FilterError` if ``filters`` names a field the collection lacks."""
         if filters:
             self._open()

@@ -39,7 +39,7 @@ from flare.retrieve.analyzers import ANALYZER_NAME, IDENTIFIER_BOOST, analyze, i
 from flare.retrieve.atomic import PARAMS_FILE, building, read_params, write_params
 from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, MetaSchema, check_passages
-from flare.retrieve.filters import Condition, Filters, Op, Scalar, coerce, holds
+from flare.retrieve.filters import NO_FILTERS, Condition, Filters, Op, Scalar, coerce, holds
 from flare.retrieve.integrity import check_files, digests
 from flare.types import Hit, Passage
 
@@ -256,12 +256,12 @@ class TantivyRetriever:
     def __len__(self) -> int:
         return int(self._searcher.num_docs)
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         """The best ``k`` passages for ``query`` among those matching ``filters``, best first."""
         if k < 0:
             raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
         self.check_filters(filters)
-        musts = [self._condition(c) for c in (filters.conditions if filters else ())]
+        musts = [self._condition(c) for c in filters.conditions]
         tokens = list(dict.fromkeys(analyze(query)))[:MAX_QUERY_TOKENS]
         if not tokens or k == 0 or any(m is None for m in musts):
             return []
@@ -272,7 +272,7 @@ class TantivyRetriever:
             result = self._searcher.search(Query.boolean_query(clauses), limit=k, count=False)
             return [Hit(self._passage(self._searcher.doc(addr)), float(s)) for s, addr in result.hits]
 
-    def check_filters(self, filters: Filters | None) -> None:
+    def check_filters(self, filters: Filters) -> None:
         """Raise :class:`~flare.errors.FilterError` if ``filters`` names a field this index does not have."""
         check_fields(filters, self.meta_fields)
 
