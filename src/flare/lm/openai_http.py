@@ -3,7 +3,7 @@
 Works with llama.cpp's server (C++ ``llama-server`` and ``python -m llama_cpp.server``), vLLM and
 gateways that pass ``logprobs`` through. Every request is greedy (``temperature=0``) and asks for
 the log-probability of each generated token, so FLARE's confidence check reads the probabilities
-of the very tokens the server produced (SPEC M1, O4).
+of the very tokens the server produced (requirement M1, O4).
 
 What the server sends back is normalised to the :class:`~flare.lm.base.LanguageModel` contract:
 

