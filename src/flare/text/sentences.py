@@ -56,9 +56,8 @@ MARKS = ".!?…。！？"
 
 _AT_ONCE = "。！？…"
 _MARK = f"[{re.escape(MARKS)}]"
-_CLOSER = f"[{re.escape(CLOSERS)}]"
-# A newline, or a run of marks with closers between and after them.
-_CANDIDATE = re.compile(rf"(?P<nl>\n)|{_MARK}(?:{_CLOSER}*{_MARK})*{_CLOSER}*")
+# A newline, or a mark followed by any run of marks and closers.
+_CANDIDATE = re.compile(rf"(?P<nl>\n)|{_MARK}[{re.escape(MARKS + CLOSERS)}]*")
 _BLANK_REST = re.compile(r"[^\S\n]*\n")
 _CONTENT = re.compile(r"\S")
 _DOTTED = re.compile(r"[a-z](?:\.[a-z])*")  # "u.s", "e.g", "j": single letters, dotted
@@ -79,7 +78,9 @@ def sentence_ends(text: str, *, final: bool = True, lines: bool = True) -> Itera
     for m in _CANDIDATE.finditer(text):
         i, j = m.start(), m.end()
         if m.group("nl") is not None:
-            if (lines or _BLANK_REST.match(text, j)) and _CONTENT.search(text, start, i):
+            if not _CONTENT.search(text, start, i):
+                start = i  # only blank space so far: never search it again (linear time)
+            elif lines or _BLANK_REST.match(text, j):
                 yield i
                 start = i
             continue
