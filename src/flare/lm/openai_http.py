@@ -321,7 +321,7 @@ class OpenAIHTTPModel:
                         f"{self.base_url}: the completion stream was cut off twice ({cut}); the answer is incomplete",
                         "the server drops streams (llama.cpp's Python server does when another request "
                         "arrives): send it one request at a time, or use llama-server or vLLM",
-                    ) from None
+                    ) from cut
         raise AssertionError("unreachable")
 
     def _read_stream(
@@ -394,7 +394,7 @@ class OpenAIHTTPModel:
             except (httpx.ConnectError, httpx.ConnectTimeout) as err:  # nothing received yet
                 self._wait(attempt, None, f"{type(err).__name__}: {err}")
             except httpx.TransportError as err:  # the connection broke mid-stream
-                raise _StreamCut(f"{type(err).__name__}: {err}") from None
+                raise _StreamCut(f"{type(err).__name__}: {err}") from err
 
     def _wait(self, attempt: int, response: httpx.Response | None, why: str) -> None:
         if attempt >= self.max_retries:

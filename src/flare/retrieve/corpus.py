@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from flare.errors import InputError
+from flare.errors import InputError, one_line
 from flare.text import HAN, sentence_ends
 from flare.types import Passage
 
@@ -108,11 +108,6 @@ def check_unicode(text: str, what: str, where: str) -> None:
     if _SURROGATE.search(text):
         raise InputError(f"{where}: {what} holds a lone surrogate (\\ud800-\\udfff escape), not valid Unicode",
                          "fix the escape in the source; only whole characters can be indexed")  # fmt: skip
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).splitlines()[0] if str(err) else type(err).__name__
-    return text[:200]
 
 
 def _type_clash(key: str, here: str, there: str, where: str, first: str | None) -> InputError:
@@ -254,7 +249,7 @@ def _read_jsonl(file: Path) -> Iterator[Passage]:
                     "each line must be one JSON object",
                 ) from None
             except (ValueError, RecursionError) as err:  # an int of over 4,300 digits; deep nesting
-                raise InputError(f"{where}: unreadable JSON ({_first_line(err)})",
+                raise InputError(f"{where}: unreadable JSON ({one_line(err, 200)})",
                                  "each line must be one flat JSON object") from None  # fmt: skip
             doc = _document(obj, where)
             if doc.id in seen:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flare.errors import CorpusIndexError, FilterError, InputError, RetrieverError
+from flare.errors import CorpusIndexError, FilterError, InputError, RetrieverError, one_line
 from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, MetaSchema
 from flare.retrieve.dense import Embedder, MiniLMEmbedder, passage_text
@@ -73,7 +73,7 @@ def _client(uri: str, token: str, db_name: str, timeout: float) -> Any:
     try:
         return MilvusClient(uri=uri, token=token, db_name=db_name, timeout=timeout)
     except Exception as err:
-        raise RetrieverError(f"cannot connect to Milvus at {uri}: {err}", "is it running?") from None
+        raise RetrieverError(f"cannot connect to Milvus at {uri}: {one_line(err)}", "is it running?") from err
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +164,7 @@ class MilvusRetriever:
                 vector = self._embed([query])[0]
                 res = self._dense_or_hybrid(c, query, vector, expr, k)
         except Exception as err:
-            raise RetrieverError(f"Milvus search failed: {err}", "check the server log") from None
+            raise RetrieverError(f"Milvus search failed: {one_line(err)}", "check the server log") from err
         return [_hit(row) for row in (res[0] if res else [])]
 
     def check_filters(self, filters: Filters) -> None:

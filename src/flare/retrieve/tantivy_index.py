@@ -34,7 +34,7 @@ from typing import Any
 import tantivy
 from tantivy import FieldType, Occur, Query
 
-from flare.errors import CorpusIndexError, InputError
+from flare.errors import CorpusIndexError, InputError, one_line
 from flare.retrieve.analyzers import ANALYZER_NAME, IDENTIFIER_BOOST, analyze, is_identifier
 from flare.retrieve.atomic import PARAMS_FILE, building, read_params, write_params
 from flare.retrieve.base import check_fields
@@ -247,11 +247,13 @@ class TantivyRetriever:
         try:
             yield
         except (OSError, ValueError, KeyError, TypeError) as err:
-            raise CorpusIndexError(f"{self.index_dir}: {what}: {_one_line(err)}", _HINT_REBUILD) from None
+            raise CorpusIndexError(f"{self.index_dir}: {what}: {one_line(err)}", _HINT_REBUILD) from err
         except BaseException as err:
-            if type(err).__name__ != "PanicException":  # pyo3's, raised when the Rust side panics
+            if isinstance(err, (Exception, *_PYTHON_BASE_EXCEPTIONS)):
                 raise
-            raise CorpusIndexError(f"{self.index_dir}: {what}: {_one_line(err)}", _HINT_REBUILD) from None
+            # Only the native library raises a BaseException of its own: pyo3 turns a Rust panic
+            # into PanicException, a class it does not export.
+            raise CorpusIndexError(f"{self.index_dir}: {what}: {one_line(err)}", _HINT_REBUILD) from err
 
     def __len__(self) -> int:
         return int(self._searcher.num_docs)
@@ -411,9 +413,8 @@ def _str_range(terms: list[str], op: str, value: str) -> list[str]:
     return terms[: cut(terms, value)]
 
 
-def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split())
-    return text if len(text) <= 300 else text[:297] + "..."
+_PYTHON_BASE_EXCEPTIONS = (KeyboardInterrupt, SystemExit, GeneratorExit)
+"""Python's own exceptions outside :class:`Exception`: they pass through :meth:`TantivyRetriever._damage`."""
 
 
 def _read_params(index_dir: Path) -> dict[str, Any]:
