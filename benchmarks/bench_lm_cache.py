@@ -107,7 +107,7 @@ MODES: list[tuple[str, int, bool]] = [("no reuse", 1, False), ("1 context", 1, T
 
 
 def ends_sentence(text: str) -> bool:
-    """Stop a draft at the end of its first sentence (SPEC M7 allows stopping early)."""
+    """Stop a draft at the end of its first sentence (requirement M7 allows stopping early)."""
     return any(mark in text.strip() for mark in ".!?\n")
 
 

@@ -44,7 +44,7 @@ from flare.retrieve.dense import (
     build_dense_index,
     passage_text,
 )
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.retrieve.hybrid import HybridRetriever
 from flare.retrieve.tantivy_index import TantivyRetriever, build_index
 from flare.types import Passage
@@ -80,7 +80,7 @@ class RandomEmbedder:
 
 
 
-def measure(r: Retriever, queries: list[str], k: int, filters: Filters | None = None,
+def measure(r: Retriever, queries: list[str], k: int, filters: Filters = NO_FILTERS,
             gold: list[set[str]] | None = None) -> dict[str, float]:  # fmt: skip
     r.search(queries[0], k=k, filters=filters)  # warm up (model load, caches)
     latencies, found, total = [], 0, 0

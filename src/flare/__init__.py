@@ -9,6 +9,9 @@ Models and retrievers are named by spec strings, the same ones the CLI's ``--mod
 ``dense:DIR``, ``hybrid:DIR``, ``milvus:URI#COLLECTION``); ``register_model`` and
 ``register_retriever`` add prefixes of your own.
 
+Codes such as ``M2``, ``C1`` or ``O3`` in flare's comments and docstrings name requirements;
+``docs/requirements.md`` defines each one, and ``docs/architecture.md`` draws the layers.
+
 Example::
 
     from flare import Filters, Flare, Settings, build_retriever, load_corpus, open_retriever, resolve_model

@@ -10,6 +10,10 @@
     ├── ModelError           a model file is missing/unloadable or lacks a needed capability
     ├── CorpusIndexError     an index is missing, corrupt or of an unknown format version
     └── RetrieverError       a search failed
+
+An error wrapping one from a library chains it (``raise ... from err``) when its traceback helps
+whoever debugs the failure (a server log, a crashed native extension); the message itself stays
+one line, with :func:`one_line` of the cause.
 """
 
 from __future__ import annotations
@@ -57,3 +61,13 @@ class CorpusIndexError(FlareError):
 
 class RetrieverError(FlareError):
     """A retriever failed to answer a search."""
+
+
+def one_line(err: BaseException, limit: int = 300) -> str:
+    """``err``'s text on one line (whitespace collapsed, at most ``limit`` characters), or its class name.
+
+    >>> one_line(ValueError("bad\n  value")), one_line(KeyError())
+    ('bad value', 'KeyError')
+    """
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from flare.engine.sentences import CUT_MARK, split_sentences
+from flare.engine.sentences import CUT_MARK
 from flare.evaluate.facts import fact_in
-from flare.text import language_of
+from flare.text import language_of, split_sentences
 
 pytestmark = pytest.mark.model
 

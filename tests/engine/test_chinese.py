@@ -12,12 +12,12 @@ from flare.engine.judge import fact_dense
 from flare.engine.loop import Flare
 from flare.engine.prompts import NOT_KNOWN, PromptTemplate, resolve_language
 from flare.engine.restate import restates
-from flare.engine.sentences import CUT_MARK, split_sentences, whole_words_end
+from flare.engine.sentences import CUT_MARK, whole_words_end
 from flare.engine.step import first_piece
 from flare.query.explicit import question_prompt
 from flare.testing.memory import MemoryRetriever
 from flare.testing.scripted import Rule, ScriptedLM
-from flare.text import words
+from flare.text import split_sentences, words
 from flare.trace.tracers import MemoryTracer
 from flare.types import Completion, Passage, TokenLogprob
 

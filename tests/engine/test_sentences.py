@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flare.engine.sentences import ends_sentence, first_sentence_end, split_sentences
-from flare.text import language_of
+from flare.text import ends_sentence, first_sentence_end, language_of, split_sentences
 
 
 @pytest.mark.parametrize(

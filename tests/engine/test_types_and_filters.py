@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flare.errors import FilterError
-from flare.retrieve.filters import SYMBOLS, Filters, Op, holds
+from flare.retrieve.filters import NO_FILTERS, SYMBOLS, Filters, Op, holds
 from flare.text import join_words
 from flare.types import Answer, Citation, Sentence
 
@@ -61,7 +61,7 @@ def test_narrow_only_adds_conditions() -> None:
     combined = trusted.narrow(wider)
     assert combined.matches(META)
     assert not combined.matches({"acl": ["public"]})
-    assert trusted.narrow(None) is trusted
+    assert trusted.narrow(NO_FILTERS) is trusted
     assert not Filters.any_of("acl", []).matches(META)
 
 

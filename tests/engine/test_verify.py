@@ -12,7 +12,7 @@ from flare.engine.loop import Flare
 from flare.engine.policies import names_in
 from flare.engine.prompts import PromptTemplate
 from flare.engine.step import RunState
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.testing.memory import MemoryRetriever
 from flare.testing.scripted import ScriptedLM
 from flare.trace.schema import TraceRecord
@@ -234,7 +234,7 @@ def test_the_sentence_after_a_restatement_is_checked_afresh() -> None:
 class QuestionOnly(MemoryRetriever):
     """Finds passages for the question itself and for nothing else."""
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         hits = super().search(query, k=k, filters=filters)
         return hits if query == QUESTION else []
 
@@ -309,9 +309,9 @@ def test_chinese_sentences_are_checked_with_chinese_words(said: str, flagged: bo
     assert sentence.citations == (() if flagged else (1,))  # 10 = 十, 工作日 and 完成 are in the passage
 
 
-@pytest.mark.parametrize(("filters", "leaks"), [(Filters.any_of("acl", ["public"]), True), (None, False)])
+@pytest.mark.parametrize(("filters", "leaks"), [(Filters.any_of("acl", ["public"]), True), (NO_FILTERS, False)])
 def test_a_name_the_corpus_also_names_is_not_a_leak_and_hidden_passages_do_not_count(
-    filters: Filters | None, leaks: bool
+    filters: Filters, leaks: bool
 ) -> None:
     header = "Question: Who inherited the estate?\nAnswer: His niece Allegra did.\n\n"
     template = PromptTemplate("plain", header, "", "\nAnswer:", ("\n",))

@@ -20,7 +20,7 @@ MakeIndex = Callable[[Iterable[Passage]], TantivyRetriever]
 
 
 def ids(bm25: TantivyRetriever, query: str, *exprs: str, k: int = 10) -> list[str]:
-    filters = Filters.parse(exprs) if exprs else None
+    filters = Filters.parse(exprs)
     return [h.passage.id for h in bm25.search(query, k=k, filters=filters)]
 
 

@@ -38,8 +38,8 @@ class GatedRetriever(TantivyRetriever):
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def check_filters(self, filters: Filters | None) -> None:
-        if filters is not None and "year" in filters.fields and not self.entered.is_set():
+    def check_filters(self, filters: Filters) -> None:
+        if "year" in filters.fields and not self.entered.is_set():
             self.entered.set()
             assert self.release.wait(60), "the test never released the filter check"
         super().check_filters(filters)

@@ -24,7 +24,7 @@ from flare.engine.loop import Flare
 from flare.engine.prompts import PromptTemplate
 from flare.retrieve.atomic import building
 from flare.retrieve.corpus import load_corpus
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.retrieve.tantivy_index import TantivyRetriever, build_index
 from flare.server import Limits, create_app
 from flare.server.reload import IndexSource, signature, watch_paths
@@ -65,8 +65,8 @@ class GatedRetriever(TantivyRetriever):
         GatedRetriever.opened += 1
         self.gated = GatedRetriever.opened == 1
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
-        if self.gated and filters is not None and filters.conditions:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
+        if self.gated and filters.conditions:
             assert self.gate.wait(60), "the test never opened the search gate"
         return super().search(query, k=k, filters=filters)
 

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from functools import partial
 
 from flare.engine.events import Event, Rewriting, Searching
-from flare.engine.sentences import ends_sentence, first_sentence_end, lookahead_tokens
+from flare.engine.sentences import lookahead_tokens
 from flare.engine.step import Commit, Piece, StepContext, StepGen, cut_tokens, first_piece, initial_step
+from flare.text import ends_sentence, first_sentence_end
 from flare.types import Completion, FinishReason, Passage, TokenLogprob
 
 SEARCH_TAG = re.compile(r"\[Search\((.*?)\)\]", re.DOTALL)

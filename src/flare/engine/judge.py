@@ -28,9 +28,8 @@ from dataclasses import dataclass
 
 from flare.config import Settings
 from flare.query.words import group_words
-from flare.text import numbers
+from flare.text import char_content_words, numbers
 from flare.types import TokenLogprob
-from flare.verify.citations import content_words
 
 _CAPITALISED = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+")
 _CODE = re.compile(r"[A-Za-z]+[-/]?\d|“[^”]{1,12}”|《[^》]{1,30}》")  # QL-300, “岚途”, 《差旅办法》
@@ -65,7 +64,7 @@ def judge(text: str, tokens: Sequence[TokenLogprob], settings: Settings) -> Judg
     if settings.trigger == "content":
         # Spaces and punctuation never count, but they still separate words ("in" + " " + "1941").
         neutral = [t if any(c.isalnum() for c in t.text) else TokenLogprob(t.text, 0.0) for t in tokens]
-        words = [w for w in group_words(neutral) if content_words(w.text)]
+        words = [w for w in group_words(neutral) if char_content_words(w.text)]
         scored = [TokenLogprob(w.text, math.log(max(w.prob, 1e-12))) for w in words]
     low = tuple((t.text, t.prob) for t in scored if t.prob < theta)
     if not scored:

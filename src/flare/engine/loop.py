@@ -30,7 +30,7 @@ from flare.engine.verification import verify
 from flare.errors import InputError, ModelError
 from flare.lm.base import LanguageModel
 from flare.retrieve.base import Retriever
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.trace.schema import StepRecord, TraceRecord
 from flare.trace.tracers import NullTracer, Tracer
 from flare.types import Answer, Citation, EndReason, Sentence
@@ -72,7 +72,7 @@ class Flare:
         self.tracer: Tracer = tracer or NullTracer()
 
     def answer(
-        self, question: str, *, filters: Filters | None = None, settings: Settings | None = None
+        self, question: str, *, filters: Filters = NO_FILTERS, settings: Settings | None = None
     ) -> Answer:
         """Run the loop to the end and return the cited answer."""
         for event in self.stream(question, filters=filters, settings=settings):
@@ -81,7 +81,7 @@ class Flare:
         raise AssertionError("stream ended without a Finished event")  # pragma: no cover
 
     def stream(
-        self, question: str, *, filters: Filters | None = None, settings: Settings | None = None
+        self, question: str, *, filters: Filters = NO_FILTERS, settings: Settings | None = None
     ) -> Iterator[Event]:
         """Yield progress events and each *accepted* sentence, then :class:`Finished`."""
         s = settings or self.settings
@@ -93,7 +93,6 @@ class Flare:
                 f"model {self.lm.name!r} reports no token probabilities, which {rule} needs",
                 "use --trigger support (the evidence trigger, which needs none), or --method single, none or instruct",
             )
-        flt = filters or Filters()
         template = self.template_for(s, question)
         lm = MeteredLM(self.lm)
         trace = TraceRecord(
@@ -102,11 +101,11 @@ class Flare:
             method=s.method,
             model=self.lm.name,
             retriever=self.retriever.name,
-            filters=str(flt),
+            filters=str(filters),
             settings=s.as_dict(),
             started_at=time.time(),
         )
-        run = RunState(question, flt, s, trace, time.perf_counter())
+        run = RunState(question, filters, s, trace, time.perf_counter())
         stop_reason: EndReason = "max_sentences"
         for index in range(s.max_sentences):
             cap = self._time_or_token_cap(run)

@@ -27,9 +27,9 @@ from dataclasses import replace
 
 from flare.engine.baselines import FOLLOW_UP
 from flare.engine.prompts import NOT_KNOWN
-from flare.engine.sentences import ends_sentence, lookahead_tokens
+from flare.engine.sentences import lookahead_tokens
 from flare.engine.step import Commit, Piece, StepContext, first_piece
-from flare.text import HAN_RE, content_words, fold, join_words, numbers, whole_number
+from flare.text import HAN_RE, content_words, ends_sentence, fold, join_words, numbers, whole_number
 
 GENERIC = frozenset(
     [

@@ -18,17 +18,10 @@ from flare.config import Settings
 from flare.engine.events import Event, Searching
 from flare.engine.metered import MeteredLM
 from flare.engine.prompts import PromptTemplate
-from flare.engine.sentences import (
-    ends_complete,
-    ends_sentence,
-    first_sentence_end,
-    lookahead_tokens,
-    repeat_words,
-    whole_words_end,
-)
+from flare.engine.sentences import ends_complete, lookahead_tokens, repeat_words, whole_words_end
 from flare.errors import RetrieverError
 from flare.retrieve.filters import Filters
-from flare.text import fold, repeated_ngram
+from flare.text import ends_sentence, first_sentence_end, fold, repeated_ngram
 from flare.trace.schema import Decision, RetrievedRecord, StepRecord, TraceRecord
 from flare.types import Answer, Citation, Completion, EndReason, Hit, Passage, Sentence, TokenLogprob
 from flare.verify.support import Support, claim_lift, exemplar_leaks
@@ -228,7 +221,7 @@ class StepContext:
         never names it, can only come from the exemplar. One search under the run's filters (so
         a hidden passage never changes the outcome); not counted as a retrieval of the answer.
         """
-        hits = self.retriever.search(name, k=1, filters=self.run.filters or None)
+        hits = self.retriever.search(name, k=1, filters=self.run.filters)
         return any(fold(name) in fold(f"{h.passage.title} {h.passage.text}") for h in hits)
 
     def relevance(self, query: str, docs: Sequence[Passage]) -> float:
@@ -247,7 +240,7 @@ class StepContext:
         t0 = time.perf_counter()
         rankings = []
         for q in queries:
-            found = self.retriever.search(q, k=run.settings.k + len(exclude), filters=run.filters or None)
+            found = self.retriever.search(q, k=run.settings.k + len(exclude), filters=run.filters)
             hits = [h for h in found if h.passage.id not in exclude][: run.settings.k]
             for h in hits:
                 if not run.filters.matches(h.passage.meta):

@@ -30,7 +30,7 @@ def refuse(filters: Filters, what: str, hint: str) -> FilterError:
     return FilterError(f"{what} cannot apply filters ({filters}); refusing to search without them", hint)
 
 
-def within(hits: Sequence[Hit], filters: Filters | None, what: str) -> list[Hit]:
+def within(hits: Sequence[Hit], filters: Filters, what: str) -> list[Hit]:
     """``hits`` if all pass ``filters``; a translated filter that let one through is an error."""
     if filters:
         for h in hits:

@@ -41,7 +41,7 @@ from flare.integrations.common import (
     within,
 )
 from flare.retrieve.base import check_fields
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.types import Answer, Hit, Passage
 
 try:
@@ -110,7 +110,7 @@ class LangChainRetriever:
             return list(dict.fromkeys(keys))
         return None
 
-    def check_filters(self, filters: Filters | None) -> None:
+    def check_filters(self, filters: Filters) -> None:
         if not filters:
             return
         if self._filter_arg is None:
@@ -124,7 +124,7 @@ class LangChainRetriever:
         if known is not None:
             check_fields(filters, known, where=f"the {self.name} retriever")
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         check_k(k)
         self.check_filters(filters)
         if k == 0 or not query.strip():
@@ -156,9 +156,9 @@ class FlareRunnable(Runnable[FlareInput, str]):
     narrow them. After a call, :attr:`last_answer` holds the full :class:`~flare.Answer`.
     """
 
-    def __init__(self, engine: Flare, *, filters: Filters | None = None, name: str = "flare") -> None:
+    def __init__(self, engine: Flare, *, filters: Filters = NO_FILTERS, name: str = "flare") -> None:
         self.engine = engine
-        self.filters = filters or Filters()
+        self.filters = filters
         self.name = name
         self.last_answer: Answer | None = None
 

@@ -42,7 +42,7 @@ from flare.integrations.common import (
     within,
 )
 from flare.retrieve.base import check_fields
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.types import Answer, Hit, Passage
 
 try:
@@ -109,7 +109,7 @@ class LlamaIndexRetriever:
             return None
         return list(dict.fromkeys(k for node in nodes.values() for k in node.metadata if k not in RESERVED))
 
-    def check_filters(self, filters: Filters | None) -> None:
+    def check_filters(self, filters: Filters) -> None:
         if not filters:
             return
         translated = self._filter_arg is not None and isinstance(self.source, VectorStoreIndex)
@@ -124,7 +124,7 @@ class LlamaIndexRetriever:
         if known is not None:
             check_fields(filters, known, where=f"the {self.name} retriever")
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         check_k(k)
         self.check_filters(filters)
         if k == 0 or not query.strip():
@@ -138,7 +138,7 @@ class LlamaIndexRetriever:
         hits.sort(key=lambda h: -h.score)
         return within(hits, filters, f"the LlamaIndex {type(self.source).__name__}")
 
-    def _retriever(self, k: int, filters: Filters | None) -> BaseRetriever | None:
+    def _retriever(self, k: int, filters: Filters) -> BaseRetriever | None:
         """The retriever for one search, or None when the filters allow no node at all."""
         if not isinstance(self.source, VectorStoreIndex):
             return self.source
@@ -170,10 +170,10 @@ class FlareQueryEngine(BaseQueryEngine):
     every answer; a query's ``custom_embedding_strs`` are ignored.
     """
 
-    def __init__(self, engine: Flare, *, filters: Filters | None = None, streaming: bool = False) -> None:
+    def __init__(self, engine: Flare, *, filters: Filters = NO_FILTERS, streaming: bool = False) -> None:
         super().__init__(callback_manager=None)
         self.engine = engine
-        self.filters = filters or Filters()
+        self.filters = filters
         self.streaming = streaming
 
     def _get_prompt_modules(self) -> dict[str, Any]:

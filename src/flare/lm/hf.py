@@ -151,7 +151,7 @@ class HFModel:
                 f"transformers could not load {self.model_ref!r}: {first[:300]}",
                 "give a local model directory or a .gguf file, or a name already downloaded to the Hugging "
                 "Face cache (flare never downloads); GGUF files need `pip install gguf accelerate`",
-            ) from None
+            ) from err
         model.to(device)
         model.eval()
         self._torch, self._tok, self.device = torch, tok, device

@@ -168,7 +168,7 @@ class LlamaServerModel:
             raise ModelError(
                 f"llama.cpp's server could not load {path}: {err}",
                 hint="the file may be truncated or of an unsupported architecture; try verbose=True",
-            ) from None
+            ) from err
         http = OpenAIHTTPModel(
             f"{server.listening_address}/v1",
             path.name,

@@ -3,7 +3,7 @@
 Works with llama.cpp's server (C++ ``llama-server`` and ``python -m llama_cpp.server``), vLLM and
 gateways that pass ``logprobs`` through. Every request is greedy (``temperature=0``) and asks for
 the log-probability of each generated token, so FLARE's confidence check reads the probabilities
-of the very tokens the server produced (SPEC M1, O4).
+of the very tokens the server produced (requirement M1, O4).
 
 What the server sends back is normalised to the :class:`~flare.lm.base.LanguageModel` contract:
 
@@ -321,7 +321,7 @@ class OpenAIHTTPModel:
                         f"{self.base_url}: the completion stream was cut off twice ({cut}); the answer is incomplete",
                         "the server drops streams (llama.cpp's Python server does when another request "
                         "arrives): send it one request at a time, or use llama-server or vLLM",
-                    ) from None
+                    ) from cut
         raise AssertionError("unreachable")
 
     def _read_stream(
@@ -394,7 +394,7 @@ class OpenAIHTTPModel:
             except (httpx.ConnectError, httpx.ConnectTimeout) as err:  # nothing received yet
                 self._wait(attempt, None, f"{type(err).__name__}: {err}")
             except httpx.TransportError as err:  # the connection broke mid-stream
-                raise _StreamCut(f"{type(err).__name__}: {err}") from None
+                raise _StreamCut(f"{type(err).__name__}: {err}") from err
 
     def _wait(self, attempt: int, response: httpx.Response | None, why: str) -> None:
         if attempt >= self.max_retries:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
-from flare.retrieve.filters import Filters, unknown_field
+from flare.retrieve.filters import NO_FILTERS, Filters, unknown_field
 from flare.types import Hit
 
 __all__ = ["Retriever", "check_fields"]
@@ -30,26 +30,26 @@ class Retriever(Protocol):
         class Mine:
             name = "mine"
 
-            def check_filters(self, filters: Filters | None) -> None:
+            def check_filters(self, filters: Filters) -> None:
                 check_fields(filters, ["acl", "year"], where="my store")
 
-            def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+            def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
                 self.check_filters(filters)
                 ...
     """
 
     name: str
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         """The best ``k`` passages for ``query`` among those matching ``filters``."""
         ...
 
-    def check_filters(self, filters: Filters | None) -> None:
+    def check_filters(self, filters: Filters) -> None:
         """Raise :class:`~flare.errors.FilterError` if ``search`` could not honour ``filters``."""
         ...
 
 
-def check_fields(filters: Filters | None, known: Iterable[str], *, where: str = "this index") -> None:
+def check_fields(filters: Filters, known: Iterable[str], *, where: str = "this index") -> None:
     """Raise :class:`~flare.errors.UnknownFieldError` for the first field of ``filters`` not in ``known``.
 
     The one wording of the unknown-field error, shared by every backend; the field list is in

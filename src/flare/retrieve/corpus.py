@@ -10,7 +10,8 @@ Two inputs are accepted:
 
 Long documents are cut into passages of about ``max_words`` words (a Han character counts as
 2/3 of a word, so 100 words is about 150 Chinese characters), at sentence ends where possible,
-with ids ``docid#0``, ``docid#1`` …; a document short enough keeps its id.
+with ids ``docid#0``, ``docid#1`` …; a document short enough keeps its id. Sentence ends are
+those of :mod:`flare.text.sentences`, the same the generator stops at.
 
 Every problem raises :class:`~flare.errors.InputError` with the file and line in its message,
 because a corpus that loads with silent gaps would give answers that look grounded and are not.
@@ -31,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from flare.errors import InputError
-from flare.text import HAN
+from flare.errors import InputError, one_line
+from flare.text import HAN, sentence_ends
 from flare.types import Passage
 
 MAX_WORDS = 100
@@ -107,11 +108,6 @@ def check_unicode(text: str, what: str, where: str) -> None:
     if _SURROGATE.search(text):
         raise InputError(f"{where}: {what} holds a lone surrogate (\\ud800-\\udfff escape), not valid Unicode",
                          "fix the escape in the source; only whole characters can be indexed")  # fmt: skip
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).splitlines()[0] if str(err) else type(err).__name__
-    return text[:200]
 
 
 def _type_clash(key: str, here: str, there: str, where: str, first: str | None) -> InputError:
@@ -253,7 +249,7 @@ def _read_jsonl(file: Path) -> Iterator[Passage]:
                     "each line must be one JSON object",
                 ) from None
             except (ValueError, RecursionError) as err:  # an int of over 4,300 digits; deep nesting
-                raise InputError(f"{where}: unreadable JSON ({_first_line(err)})",
+                raise InputError(f"{where}: unreadable JSON ({one_line(err, 200)})",
                                  "each line must be one flat JSON object") from None  # fmt: skip
             doc = _document(obj, where)
             if doc.id in seen:
@@ -303,13 +299,6 @@ _WORD_UNIT = re.compile(rf"(?<![^\s{HAN}。！？])[^\s{HAN}。！？]*?[^\W_{HA
 _WORDY = re.compile(r"[^\W_]")
 _HAN_CHAR = re.compile(f"[{HAN}]")
 _HAN_OR_STOP = re.compile(f"[{HAN}。！？]")
-_CLOSERS = "\"'”’)）\\]】」』"
-# A sentence ends after . ! ? … followed by a space, after 。！？, or at a blank line.
-_BOUNDARY = re.compile(rf"[.!?…]+[{_CLOSERS}]*(?=\s|$)|[。！？]+[{_CLOSERS}]*|\n[^\S\n]*\n")
-_ABBREVIATION = re.compile(
-    r"^(?:[A-Za-z]\.)+$|^(?:mr|mrs|ms|dr|prof|st|vs|etc|e\.g|i\.e|no|jr|sr|fig|cf)\.$",
-    re.IGNORECASE,
-)
 _NON_SPACE = re.compile(r"\S")
 _HAN_WEIGHT = 2 / 3  # 150 Han characters weigh as much as 100 English words
 
@@ -368,24 +357,17 @@ def _pack(sentences: list[_Span], target: float, max_words: int) -> list[list[_S
 
 
 def _sentences(text: str, max_words: int) -> list[_Span]:
-    """Sentence spans of ``text``; those over ``max_words`` are cut into word-run pieces."""
+    """Sentence spans of ``text``; those over ``max_words`` are cut into word-run pieces.
+
+    The boundaries are the generator's (:func:`flare.text.sentence_ends`), except that a single
+    newline does not end a sentence here: files are often wrapped mid-sentence; a blank line does.
+    """
     spans: list[_Span] = []
     start = 0
-    for m in _BOUNDARY.finditer(text):
-        end = m.start() if m.group()[0] == "\n" else m.end()
-        if m.group()[0] == "." and _ABBREVIATION.match(_last_word(text, start, end)):
-            continue
+    for end in sentence_ends(text, lines=False):
         _add_sentence(spans, text, start, end, max_words)
-        start = m.end()
-    _add_sentence(spans, text, start, len(text), max_words)
+        start = end
     return spans
-
-
-def _last_word(text: str, start: int, end: int) -> str:
-    i = end
-    while i > start and not text[i - 1].isspace():
-        i -= 1
-    return text[i:end]
 
 
 def _add_sentence(spans: list[_Span], text: str, start: int, end: int, max_words: int) -> None:

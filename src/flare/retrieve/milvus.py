@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flare.errors import CorpusIndexError, FilterError, InputError, RetrieverError
+from flare.errors import CorpusIndexError, FilterError, InputError, RetrieverError, one_line
 from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, MetaSchema
 from flare.retrieve.dense import Embedder, MiniLMEmbedder, passage_text
-from flare.retrieve.filters import SYMBOLS, Condition, Filters, Op, Scalar, coerce, holds
+from flare.retrieve.filters import NO_FILTERS, SYMBOLS, Condition, Filters, Op, Scalar, coerce, holds
 from flare.types import Hit, Passage
 
 __all__ = ["DEFAULT_ANALYZER", "MilvusIndexInfo", "MilvusRetriever", "build_collection"]
@@ -73,7 +73,7 @@ def _client(uri: str, token: str, db_name: str, timeout: float) -> Any:
     try:
         return MilvusClient(uri=uri, token=token, db_name=db_name, timeout=timeout)
     except Exception as err:
-        raise RetrieverError(f"cannot connect to Milvus at {uri}: {err}", "is it running?") from None
+        raise RetrieverError(f"cannot connect to Milvus at {uri}: {one_line(err)}", "is it running?") from err
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +145,7 @@ class MilvusRetriever:
             self._c.close()
             self._c = None
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         """The best ``k`` passages for ``query`` among those matching ``filters``, best first."""
         if k < 0:
             raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
@@ -164,10 +164,10 @@ class MilvusRetriever:
                 vector = self._embed([query])[0]
                 res = self._dense_or_hybrid(c, query, vector, expr, k)
         except Exception as err:
-            raise RetrieverError(f"Milvus search failed: {err}", "check the server log") from None
+            raise RetrieverError(f"Milvus search failed: {one_line(err)}", "check the server log") from err
         return [_hit(row) for row in (res[0] if res else [])]
 
-    def check_filters(self, filters: Filters | None) -> None:
+    def check_filters(self, filters: Filters) -> None:
         """Raise :class:`~flare.errors.FilterError` if ``filters`` names a field the collection lacks."""
         if filters:
             self._open()

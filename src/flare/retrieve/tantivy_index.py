@@ -34,12 +34,12 @@ from typing import Any
 import tantivy
 from tantivy import FieldType, Occur, Query
 
-from flare.errors import CorpusIndexError, InputError
+from flare.errors import CorpusIndexError, InputError, one_line
 from flare.retrieve.analyzers import ANALYZER_NAME, IDENTIFIER_BOOST, analyze, is_identifier
 from flare.retrieve.atomic import PARAMS_FILE, building, read_params, write_params
 from flare.retrieve.base import check_fields
 from flare.retrieve.corpus import MetaKind, MetaSchema, check_passages
-from flare.retrieve.filters import Condition, Filters, Op, Scalar, coerce, holds
+from flare.retrieve.filters import NO_FILTERS, Condition, Filters, Op, Scalar, coerce, holds
 from flare.retrieve.integrity import check_files, digests
 from flare.types import Hit, Passage
 
@@ -247,21 +247,23 @@ class TantivyRetriever:
         try:
             yield
         except (OSError, ValueError, KeyError, TypeError) as err:
-            raise CorpusIndexError(f"{self.index_dir}: {what}: {_one_line(err)}", _HINT_REBUILD) from None
+            raise CorpusIndexError(f"{self.index_dir}: {what}: {one_line(err)}", _HINT_REBUILD) from err
         except BaseException as err:
-            if type(err).__name__ != "PanicException":  # pyo3's, raised when the Rust side panics
+            if isinstance(err, (Exception, *_PYTHON_BASE_EXCEPTIONS)):
                 raise
-            raise CorpusIndexError(f"{self.index_dir}: {what}: {_one_line(err)}", _HINT_REBUILD) from None
+            # Only the native library raises a BaseException of its own: pyo3 turns a Rust panic
+            # into PanicException, a class it does not export.
+            raise CorpusIndexError(f"{self.index_dir}: {what}: {one_line(err)}", _HINT_REBUILD) from err
 
     def __len__(self) -> int:
         return int(self._searcher.num_docs)
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         """The best ``k`` passages for ``query`` among those matching ``filters``, best first."""
         if k < 0:
             raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
         self.check_filters(filters)
-        musts = [self._condition(c) for c in (filters.conditions if filters else ())]
+        musts = [self._condition(c) for c in filters.conditions]
         tokens = list(dict.fromkeys(analyze(query)))[:MAX_QUERY_TOKENS]
         if not tokens or k == 0 or any(m is None for m in musts):
             return []
@@ -272,7 +274,7 @@ class TantivyRetriever:
             result = self._searcher.search(Query.boolean_query(clauses), limit=k, count=False)
             return [Hit(self._passage(self._searcher.doc(addr)), float(s)) for s, addr in result.hits]
 
-    def check_filters(self, filters: Filters | None) -> None:
+    def check_filters(self, filters: Filters) -> None:
         """Raise :class:`~flare.errors.FilterError` if ``filters`` names a field this index does not have."""
         check_fields(filters, self.meta_fields)
 
@@ -411,9 +413,8 @@ def _str_range(terms: list[str], op: str, value: str) -> list[str]:
     return terms[: cut(terms, value)]
 
 
-def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split())
-    return text if len(text) <= 300 else text[:297] + "..."
+_PYTHON_BASE_EXCEPTIONS = (KeyboardInterrupt, SystemExit, GeneratorExit)
+"""Python's own exceptions outside :class:`Exception`: they pass through :meth:`TantivyRetriever._damage`."""
 
 
 def _read_params(index_dir: Path) -> dict[str, Any]:

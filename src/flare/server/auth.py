@@ -1,6 +1,6 @@
 """API keys → principals: who is calling, which ACL groups they hold, which filters always apply.
 
-Permissions come from trusted server state only (SPEC C1): a key file read at start-up maps each
+Permissions come from trusted server state only (requirement C1): a key file read at start-up maps each
 API key to a principal, its ACL groups and its default filters. A request can add conditions
 (``filters: ["year=2026"]``) but every search of its answer still runs under the principal's
 filters, because the request's filters are combined with :meth:`Filters.narrow`.

@@ -1,7 +1,7 @@
 """Operational limits of the server: budgets per answer, request size, concurrency and lifecycle.
 
 Each limit exists so that one caller cannot take the machine from the others: budgets bound the
-work of one answer (SPEC C2), the body limit bounds memory per request, and the admission gate
+work of one answer (requirement C2), the body limit bounds memory per request, and the admission gate
 (:mod:`flare.server.admission`) bounds how many answers run on the model at once and how many
 wait for a slot. ``shutdown_grace`` and ``index_poll_seconds`` say how the server drains on
 SIGTERM and how often it looks for a rebuilt index.

@@ -1,4 +1,4 @@
-"""Prometheus metrics in the text exposition format, with no extra dependency (SPEC O3).
+"""Prometheus metrics in the text exposition format, with no extra dependency (requirement O3).
 
 Exposed at ``GET /metrics``:
 

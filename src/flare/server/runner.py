@@ -35,7 +35,7 @@ from flare.engine.events import Event, Finished, SentenceAccepted
 from flare.engine.loop import Flare
 from flare.lm.base import LanguageModel, ScoringModel, StopWhen, parallel_calls
 from flare.retrieve.base import Retriever
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.server.admission import Gate
 from flare.server.auth import Principal
 from flare.server.errors import ApiError
@@ -115,11 +115,11 @@ class SharedRetriever:
         self.name = retriever.name
         self._lock = threading.Lock()
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         with self._lock:
             return self.retriever.search(query, k=k, filters=filters)
 
-    def check_filters(self, filters: Filters | None) -> None:
+    def check_filters(self, filters: Filters) -> None:
         with self._lock:  # Milvus connects on first use; an update may swap the field list
             self.retriever.check_filters(filters)
 

@@ -1,6 +1,6 @@
 """Server-sent events: the versioned flare stream and the OpenAI-compatible chunk stream.
 
-Only committed sentences are ever serialised (SPEC O2): this module has no way to encode a
+Only committed sentences are ever serialised (requirement O2): this module has no way to encode a
 draft, because the engine's events carry none. The flare stream (``flare.sse/1``)::
 
     : flare.sse/1

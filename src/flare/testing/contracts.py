@@ -18,7 +18,7 @@ runs against your backend::
 The suites check behaviour a caller relies on, never a backend's internals: greedy determinism,
 tokens that spell the text, stop handling, and for retrievers filters and permissions applied
 *inside* the search (a passage that would rank first but fails the filter must neither appear nor
-push a permitted passage out of the top k, SPEC C1).
+push a permitted passage out of the top k, requirement C1).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import pytest
 from flare.errors import FilterError
 from flare.lm.base import LanguageModel
 from flare.retrieve.base import Retriever
-from flare.retrieve.filters import Condition, Filters
+from flare.retrieve.filters import NO_FILTERS, Condition, Filters
 from flare.types import Completion, Passage
 
 __all__ = ["CONTRACT_CORPUS", "LanguageModelContract", "RetrieverContract"]
@@ -254,8 +254,8 @@ class RetrieverContract:
             retriever.search("", k=3, filters=PUBLIC.narrow(unknown))
 
     def test_check_filters(self, retriever: Retriever) -> None:
-        retriever.check_filters(None)
-        retriever.check_filters(Filters())
+        retriever.check_filters(NO_FILTERS)  # "no filter" is the empty Filters, the search default
+        assert retriever.search("capital", k=3) == retriever.search("capital", k=3, filters=Filters())
         known = Filters.parse(["year>=2021", "lang=en|zh", "acl=public", "rating<5", "draft=false", "tags=café"])
         retriever.check_filters(known)
         retriever.check_filters(Filters.any_of("acl", []))  # matches nothing, but is a valid filter

@@ -18,9 +18,9 @@ from collections.abc import Iterable
 
 from flare.errors import InputError
 from flare.retrieve.base import check_fields
-from flare.retrieve.filters import Filters
+from flare.retrieve.filters import NO_FILTERS, Filters
+from flare.text import char_content_words
 from flare.types import Hit, Passage
-from flare.verify.citations import content_words
 
 
 class MemoryRetriever:
@@ -34,9 +34,9 @@ class MemoryRetriever:
 
     def __init__(self, passages: Iterable[Passage]) -> None:
         self.passages = list(passages)
-        self.queries: list[tuple[str, Filters | None]] = []
+        self.queries: list[tuple[str, Filters]] = []
 
-    def check_filters(self, filters: Filters | None) -> None:
+    def check_filters(self, filters: Filters) -> None:
         """Filters may name any meta field some passage has; another raises :class:`FilterError`."""
         check_fields(filters, dict.fromkeys(key for p in self.passages for key in p.meta), where="this retriever")
 
@@ -50,19 +50,19 @@ class MemoryRetriever:
         gone = set(ids)
         self.passages = [p for p in self.passages if p.id not in gone]
 
-    def search(self, query: str, *, k: int, filters: Filters | None = None) -> list[Hit]:
+    def search(self, query: str, *, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         if k < 0:
             raise InputError(f"k must be 0 or more, got {k}", "ask for k=5 or so")
         self.check_filters(filters)
         self.queries.append((query, filters))
-        words = content_words(query)
+        words = char_content_words(query)
         if not words:
             return []
         hits = []
         for p in self.passages:
-            if filters is not None and not filters.matches(p.meta):
+            if not filters.matches(p.meta):
                 continue
-            overlap = len(words & content_words(f"{p.title} {p.text}"))
+            overlap = len(words & char_content_words(f"{p.title} {p.text}"))
             if overlap:
                 hits.append(Hit(p, overlap / len(words)))
         hits.sort(key=lambda h: (-h.score, h.passage.id))

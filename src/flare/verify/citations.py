@@ -1,28 +1,19 @@
 """Pick which of a step's documents a regenerated sentence actually draws on (C4).
 
 A sentence regenerated from k documents rarely uses all k. Citing only the documents that share
-content words with the sentence makes each ``[n]`` point at a passage that really contains the
-cited words; when no document overlaps (the model paraphrased heavily) all of the step's
+content words with the sentence (:func:`flare.text.char_content_words`: each Han character
+a word, no segmentation) makes each ``[n]`` point at a passage that really contains the cited
+words; when no document overlaps (the model paraphrased heavily) all of the step's
 documents are cited, since the sentence was still generated from them.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
-from flare.text import HAN, STOPWORDS
+from flare.text import char_content_words
 from flare.types import Passage
-
-# Each Han character is a word here (citation overlap needs no segmentation), and a run of
-# letters or digits stops at one ("2026年" is "2026" and "年").
-_WORD = re.compile(rf"[{HAN}]|[^\W_{HAN}]+")
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased words (and single CJK characters) that carry content."""
-    return {w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in STOPWORDS}
 
 
 def supporting(sentence: str, docs: Sequence[Passage], *, min_ratio: float = 0.5) -> list[int]:
@@ -32,10 +23,10 @@ def supporting(sentence: str, docs: Sequence[Passage], *, min_ratio: float = 0.5
     contains, like the company's name, tells nothing about which one was used). Documents scoring
     at least ``min_ratio`` of the best are cited.
     """
-    words = content_words(sentence)
+    words = char_content_words(sentence)
     if not docs:
         return []
-    doc_words = [content_words(f"{d.title} {d.text}") for d in docs]
+    doc_words = [char_content_words(f"{d.title} {d.text}") for d in docs]
     if not words:
         return list(range(len(docs)))
     n = len(docs)
