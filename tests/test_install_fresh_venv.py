@@ -89,7 +89,7 @@ def _repack(dist: md.Distribution, folder: Path) -> Path:
             path = Path(str(dist.locate_file(f)))
             data = path.read_bytes()
             member = zipfile.ZipInfo(arcname)
-            member.external_attr = (path.stat().st_mode & 0o777) << 16  # uv's binary stays executable
+            member.external_attr = path.stat().st_mode << 16  # file type and mode: uv's binary stays executable
             whl.writestr(member, data)
             digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
             rows.writerow([arcname, f"sha256={digest}", len(data)])
