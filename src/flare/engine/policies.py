@@ -82,8 +82,7 @@ class FlareDirect:
             # the question's documents, and a bridge ("the founder of X was born in ...") is
             # exactly what they do not back. Kept if they back it, searched for if not.
             piece, base = first.piece, list(first.docs)
-            rec.draft = piece.text
-            rec.draft_tokens = [(t.text, round(t.prob, 4)) for t in piece.tokens]
+            _record_draft(ctx, piece)
             support = ctx.check(piece, base)
             if support.passes:
                 return Commit(piece, base, retrieved=True, support=support)
@@ -91,8 +90,7 @@ class FlareDirect:
             return (yield from self._rewrite(ctx, piece, base, _unbacked(support)))
         base = ctx.run.first_docs if s.keep_first_docs or by_support else []
         piece = ctx.generate(base, "draft")
-        rec.draft = piece.text
-        rec.draft_tokens = [(t.text, round(t.prob, 4)) for t in piece.tokens]
+        _record_draft(ctx, piece)
         if not piece.text:  # the model ends the answer: accepted if sure, looked up if not
             return (yield from draft_end(ctx, piece, base))
         unbacked: frozenset[str] = frozenset()
@@ -199,6 +197,11 @@ def names_in(text: str) -> list[str]:
             out.append(text[run[0].start : run[-1].end])
         run = [c] if c is not None and c.kind == "name" else []
     return list(dict.fromkeys(out))
+
+
+def _record_draft(ctx: StepContext, piece: Piece) -> None:
+    ctx.record.draft = piece.text
+    ctx.record.draft_tokens = [(t.text, round(t.prob, 4)) for t in piece.tokens]
 
 
 def _unbacked(support: Support) -> frozenset[str]:
