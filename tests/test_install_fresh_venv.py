@@ -222,19 +222,7 @@ def test_the_wheel_installs_and_answers_without_a_compiler(
     location, has_native = where.stdout.split()
     assert Path(location).is_relative_to(venv) and has_native == "False", where.stdout  # the wheel, not src/
 
-    corpus = tmp_path / "c.jsonl"
-    doc = {"id": "a", "title": "Alpha", "text": "Alpha was founded in 1901 by Ada Berg."}
-    corpus.write_text(json.dumps(doc) + "\n")
-    flare = str(venv / "bin" / "flare")
-    t = time.perf_counter()
-    index = _run(flare, "index", corpus, "--index", "idx", "--quiet", env=env, cwd=tmp_path)
-    assert index.returncode == 0, index.stderr
-    ask = _run(flare, "ask", "Who founded Alpha?", "--index", "idx", "--json", env=env, cwd=tmp_path)
-    assert ask.returncode == 0, ask.stderr
-    seconds["flare index + flare ask (default model)"] = time.perf_counter() - t
-    answer = json.loads(ask.stdout)
-    assert "Ada Berg" in answer["answer"], answer["answer"]
-    assert any(Path(env["HOME"], ".cache").rglob("*.gguf"))  # the model was assembled in the new HOME
+    seconds["flare index + flare ask (default model)"] = _index_and_ask(venv / "bin" / "flare", env, tmp_path)
     print("\n" + "\n".join(f"{what}: {s:.1f} s" for what, s in seconds.items()))
 
 
@@ -307,22 +295,29 @@ def test_the_quickstart_installs_the_core_with_uv_and_answers(
         assert (checkout / ".venv" / "bin" / "uv").is_file()  # uv came from the wheel folder into .venv
         _core_only(checkout, env, tmp_path)
 
-        corpus = tmp_path / "c.jsonl"
-        corpus.write_text(json.dumps({"id": "a", "title": "Alpha", "text": "Alpha was founded in 1901 by Ada Berg."}))
         flare = checkout / ".venv" / "bin" / "flare"
-        t = time.perf_counter()
-        index = _run(flare, "index", corpus, "--index", "idx", "--quiet", env=env, cwd=tmp_path)
-        assert index.returncode == 0, index.stderr
-        ask = _run(flare, "ask", "Who founded Alpha?", "--index", "idx", "--json", env=env, cwd=tmp_path)
-        assert ask.returncode == 0, ask.stderr
-        seconds["flare index + flare ask (model assembled first)"] = time.perf_counter() - t
-        answer = json.loads(ask.stdout)
-        assert "Ada Berg" in answer["answer"], answer["answer"]
-        assert any(Path(env["HOME"], ".cache").rglob("*.gguf"))
+        seconds["flare index + flare ask (model assembled first)"] = _index_and_ask(flare, env, tmp_path)
         print("\n" + "\n".join(f"{what}: {s:.1f} s" for what, s in seconds.items()))
     finally:  # 2.3 GB: the venv and the assembled model
         shutil.rmtree(checkout, ignore_errors=True)
         shutil.rmtree(env["HOME"], ignore_errors=True)
+
+
+def _index_and_ask(flare: Path, env: dict[str, str], tmp_path: Path) -> float:
+    """Index one passage and ask about it with the default model; the seconds both took."""
+    corpus = tmp_path / "c.jsonl"
+    doc = {"id": "a", "title": "Alpha", "text": "Alpha was founded in 1901 by Ada Berg."}
+    corpus.write_text(json.dumps(doc) + "\n")
+    t = time.perf_counter()
+    index = _run(flare, "index", corpus, "--index", "idx", "--quiet", env=env, cwd=tmp_path)
+    assert index.returncode == 0, index.stderr
+    ask = _run(flare, "ask", "Who founded Alpha?", "--index", "idx", "--json", env=env, cwd=tmp_path)
+    assert ask.returncode == 0, ask.stderr
+    seconds = time.perf_counter() - t
+    answer = json.loads(ask.stdout)
+    assert "Ada Berg" in answer["answer"], answer["answer"]
+    assert any(Path(env["HOME"], ".cache").rglob("*.gguf"))  # the model was assembled in the new HOME
+    return seconds
 
 
 @pytest.mark.slow

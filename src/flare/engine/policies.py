@@ -117,8 +117,9 @@ class FlareDirect:
     def _rewrite(ctx: StepContext, piece: Piece, base: list[Passage], unbacked: frozenset[str]) -> StepGen:
         """Search for what ``piece`` is unsure of (or its documents lack) and write it again."""
         s, rec = ctx.settings, ctx.record
+        by_support = s.trigger == "support"
         queries = form_queries(ctx, piece, drop=unbacked)
-        if base and s.trigger == "support":
+        if base and by_support:
             queries += hop_queries(ctx, piece, base, queries[0] if queries else "", unbacked)
         if ctx.retrievals_left <= 0:
             return ctx.capped(piece, "max_retrievals")
@@ -128,7 +129,7 @@ class FlareDirect:
         yield Searching(ctx.index, len(queries))
         # The support trigger's draft was written from ``base`` and they do not back it: search
         # for other passages. Finding none, it keeps the draft (the same prompt would write it).
-        seen = {d.id for d in base} if s.trigger == "support" else set()
+        seen = {d.id for d in base} if by_support else set()
         hits = ctx.search(queries, exclude=seen)
         if not hits and ctx.retrievals_left > 0 and not s.query_with_question:
             # A masked draft can be all filler ("village is in the region of"): before giving
@@ -148,7 +149,7 @@ class FlareDirect:
         # (instructions and first documents) is used again instead of evaluated anew.
         docs = dedupe(list(base) + found)
         rec.decision = "retrieve"
-        if [d.id for d in docs] == [d.id for d in base]:
+        if len(docs) == len(base):
             return Commit(piece, docs, retrieved=True)  # nothing new: the same prompt writes the same sentence
         yield Rewriting(ctx.index)
         return Commit(ctx.generate(docs, "regenerate"), docs, retrieved=True)
@@ -169,13 +170,10 @@ def hop_queries(ctx: StepContext, piece: Piece, base: Sequence[Passage], query: 
     drafted = content_words(piece.text) - unbacked
     about = subject(piece.text, [ctx.run.question, *(x.text for x in ctx.run.sentences)])
 
-    def match(p: Passage) -> tuple[int, int]:
-        said = content_words(f"{p.title} {p.text}")
-        return len(about & said), len(drafted & said)
-
-    best = max(base, key=match)
-    have = content_words(f"{best.title} {best.text}")
-    rest = [w for w in words(query) if fold(w) not in have and fold(w) in content_words(w)]
+    said = [content_words(f"{p.title} {p.text}") for p in base]
+    best, have = max(zip(base, said, strict=True), key=lambda ps: (len(about & ps[1]), len(drafted & ps[1])))
+    lacking = content_words(query) - have
+    rest = [w for w in words(query) if fold(w) in lacking]
     out: list[str] = []
     for name in names_in(best.text):
         if len(out) == MAX_HOPS:
