@@ -194,21 +194,25 @@ def founder_birthplace(m: QuestionMaker, c: Entity) -> Made:
     return text, [born], [text]
 
 
-def maker_office(m: QuestionMaker, p: Entity) -> Made | None:
+def _maker_fact(m: QuestionMaker, p: Entity, relation: str) -> Fact | None:
+    """``relation`` of the company that makes product ``p`` (None: nobody makes it)."""
     makes = m.maker_of.get(p.id)
-    if makes is None:
+    return None if makes is None else m.get(makes.subject, relation)
+
+
+def maker_office(m: QuestionMaker, p: Entity) -> Made | None:
+    based = _maker_fact(m, p, "headquartered_in")
+    if based is None:
         return None
-    based = m.get(makes.subject, "headquartered_in")
     text = m.pick(("In which town does the company that makes the {p} have its head office?",
                    "Where is the maker of the {p} headquartered?"), p=p.bare)  # fmt: skip
     return text, [based], [text]
 
 
 def maker_founder(m: QuestionMaker, p: Entity) -> Made | None:
-    makes = m.maker_of.get(p.id)
-    if makes is None:
+    by = _maker_fact(m, p, "founded_by")
+    if by is None:
         return None
-    by = m.get(makes.subject, "founded_by")
     text = m.pick(("Who founded the company that makes the {p}?", "Who is the founder of the maker of the {p}?"),
                   p=p.bare)  # fmt: skip
     return text, [by], [text]
