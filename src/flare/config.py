@@ -25,6 +25,7 @@ VERIFY_ORDER = ("off", "flag", "retry", "drop")
 """``verify`` from lenient to strict: a server request may only move it right (``stricter``)."""
 Language = Literal["auto", "en", "zh"]
 Layout = Literal["auto", "plain", "chatml"]
+NewDocs = Literal["before", "after"]
 RequestPolicy = Literal["free", "lower", "stricter", "operator"]
 """How a server request may set a setting: ``free`` any valid value; ``lower`` only below the
 server's value (budgets; a higher value is clamped); ``stricter`` only towards the strict end of
@@ -105,6 +106,14 @@ class Settings:
     query_with_question: bool = setting(False, "Prefix every follow-up query with the question.")
     k: int = setting(3, "Passages per retrieval.", request="lower", low=1, high=20, flags=("-k", "--k"))
     keep_first_docs: bool = setting(False, "Keep the question's documents in every later prompt (M5).")
+    follow_names: bool = setting(False, "trigger=support: search for each name an accepted sentence brings in "
+                                 "(with the question's words it lacks) and add the passages to later drafts.")
+    # Where the evidence trigger's rewrite reads the passages its search found: "before" the
+    # question, as every other prompt (which re-evaluates the question and the answer so far), or
+    # "after" the answer so far, as a follow-up turn of the draft's prompt (whose cache is reused).
+    new_docs: NewDocs = setting("before", "Rewrite prompt of trigger=support (ChatML models): the new passages "
+                                "before the question, or after the answer so far (the draft's cached "
+                                "prompt is reused).")
     # M10 option: keep the draft (marked ungrounded) when the new documents back less than
     # min_relevance of the query's words (the support checker's coverage: any retriever, 0..1).
     conditional_commit: bool = setting(

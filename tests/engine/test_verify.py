@@ -10,7 +10,7 @@ from flare.config import Settings
 from flare.engine.events import Finished, Rewriting, Searching, SentenceAccepted
 from flare.engine.loop import Flare
 from flare.engine.policies import names_in
-from flare.engine.prompts import PromptTemplate
+from flare.engine.prompts import FOLLOW_UP, PromptTemplate
 from flare.engine.step import RunState
 from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.testing.memory import MemoryRetriever
@@ -399,3 +399,72 @@ def test_hop_queries_need_a_name_the_question_and_draft_do_not_say() -> None:
     flare, tracer = run(lm, trigger="min", max_sentences=2)
     flare.answer(QUESTION)
     assert not any(q.startswith(("Gianni", "Versace")) for st in tracer.traces[0].steps[1:] for q in st.queries[1:])
+
+
+def test_new_docs_after_rewrites_in_a_follow_up_turn_that_extends_the_drafts_prompt() -> None:
+    # new_docs=after: the hop's passage is read in a turn after the answer so far, so the rewrite's
+    # prompt is the draft's prompt (cached by the backend) plus the new passage and one line.
+    question = "In which town does the company that makes the Seserlo bicycle have its head office?"
+    bad = " The company that makes the Seserlo bicycle has its head office in Genbalir."
+    good = " Zendek Textiles makes the Seserlo bicycle and has its head office in Dosborser."
+    template = PromptTemplate.chatml()
+    followup = FOLLOW_UP["en"]
+    more = " It went on sale in 2015."
+    lm = ScriptedLM([(lambda p: p.rstrip().endswith("2015."), [])])
+    lm.add(lambda p: p.rstrip().endswith("Dosborser."), says(more))
+    # The follow-up turn ends after its one sentence; the answer goes on from the next draft.
+    lm.add(lambda p: followup in p and "[4] Zendek Textiles: " in p.rsplit(followup, 1)[0],
+           ScriptedLM.sentence(good))  # fmt: skip
+    lm.add(lambda p: p.endswith("<|im_start|>assistant\n"), says(bad))
+    flare, tracer = run(lm, template=template, retriever=MemoryRetriever(BICYCLE), trigger="support", k=3,
+                        verify="flag", new_docs="after")  # fmt: skip
+    answer = flare.answer(question)
+    assert [s.text for s in answer.sentences] == [good.strip(), more.strip()] and not answer.sentences[0].flagged
+    draft = lm.calls[0]
+    rewrite = next(p for p in lm.calls if followup in p)
+    head = draft.removesuffix("<|im_start|>assistant\n")
+    assert rewrite.startswith(head) and rewrite.index("Zendek Textiles has its head office") > len(head)
+    assert answer.sentences[0].citations and tracer.traces[0].steps[0].decision == "retrieve"
+
+
+def test_render_followup_numbers_on_and_falls_back_to_one_block_for_plain_templates() -> None:
+    docs, new = BICYCLE[:2], BICYCLE[3:]
+    chat = PromptTemplate.chatml()
+    p = chat.render_followup(docs, new, "Where?", "It is made by Zendek Textiles.")
+    assert p.startswith(chat.render(docs, "Where?", "It is made by Zendek Textiles."))
+    assert "\n[3] Zendek Textiles: " in p and p.endswith(FOLLOW_UP["en"] + chat.turn_close)
+    zh = PromptTemplate.default("chatml", "zh")
+    assert zh.render_followup(docs, new, "在哪里？", "").endswith(FOLLOW_UP["zh"] + zh.turn_close)
+    plain = PromptTemplate.plain()
+    assert plain.render_followup(docs, new, "Where?", "") == plain.render([*docs, *new], "Where?", "")
+
+
+SONG = [
+    Passage("s1", "Blue Kettle is a song by Mara Ulvin, released in 1971.", "Blue Kettle"),
+    Passage("s2", "Blue Kettle was recorded in one afternoon.", "Blue Kettle (recording)"),
+    Passage("p1", "Mara Ulvin was a singer. She died in Korsk in 1999.", "Mara Ulvin"),
+]
+
+
+@pytest.mark.parametrize("follow", [True, False])
+def test_follow_names_looks_up_the_name_a_backed_sentence_brings_in(follow: bool) -> None:
+    # "The performer was Mara Ulvin." is backed by the question's documents, so nothing searches;
+    # with follow_names her own passage is looked up and the next draft is written from it.
+    question = "Where did the performer of the song Blue Kettle die?"
+    first, second = " The performer of Blue Kettle was Mara Ulvin.", " Mara Ulvin died in Korsk."
+    lm = ScriptedLM([(lambda p: p.rstrip().endswith("Korsk."), [])])
+    lm.add(lambda p: "died in Korsk" in p.rsplit("Question:", 1)[0] and p.rstrip().endswith("Ulvin."), says(second))
+    lm.add(lambda p: p.rstrip().endswith("Ulvin."), [])
+    lm.add(lambda p: not _tail(p).strip(), says(first))
+    flare, tracer = run(lm, retriever=MemoryRetriever(SONG), trigger="support", k=2, verify="flag",
+                        follow_names=follow)  # fmt: skip
+    answer = flare.answer(question)
+    steps = tracer.traces[0].steps
+    if not follow:
+        assert [s.text for s in answer.sentences] == [first.strip()] and answer.retrievals == 1
+        return
+    assert [s.text for s in answer.sentences] == [first.strip(), second.strip()]
+    (query,) = steps[1].queries  # the name, with the question's words the sentence lacks
+    assert query.startswith("Mara Ulvin ") and "die" in query.split() and "Kettle" not in query
+    assert [r.id for r in steps[1].retrieved] == ["p1"]
+    assert answer.sentences[1].citations and not answer.sentences[1].flagged

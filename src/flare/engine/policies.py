@@ -15,10 +15,10 @@ Built in:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 
 from flare.engine.ending import draft_end
-from flare.engine.events import Rewriting, Searching
+from flare.engine.events import Event, Rewriting, Searching
 from flare.engine.judge import judge
 from flare.engine.step import OMIT, Commit, Outcome, Piece, StepContext, StepGen, dedupe, initial_step
 from flare.query.explicit import ask_questions, low_spans
@@ -89,6 +89,8 @@ class FlareDirect:
             rec.draft_rejected()
             return (yield from self._rewrite(ctx, piece, base, _unbacked(support)))
         base = ctx.run.first_docs if s.keep_first_docs or by_support else []
+        if by_support and s.follow_names:
+            base = [*base, *(yield from follow_names(ctx))]
         piece = ctx.generate(base, "draft")
         _record_draft(ctx, piece)
         if not piece.text:  # the model ends the answer: accepted if sure, looked up if not
@@ -152,6 +154,8 @@ class FlareDirect:
         if len(docs) == len(base):
             return Commit(piece, docs, retrieved=True)  # nothing new: the same prompt writes the same sentence
         yield Rewriting(ctx.index)
+        if by_support:
+            return Commit(ctx.generate(base, "regenerate", new=docs[len(base):]), docs, retrieved=True)
         return Commit(ctx.generate(docs, "regenerate"), docs, retrieved=True)
 
 
@@ -181,6 +185,31 @@ def hop_queries(ctx: StepContext, piece: Piece, base: Sequence[Passage], query: 
         if not content_words(name) & known:
             out.append(join_words([name, *rest]))
     return out
+
+
+def follow_names(ctx: StepContext) -> Generator[Event, None, list[Passage]]:
+    """The passages found so far for names the answer brought in (with ``follow_names``).
+
+    A sentence that names what the question only describes ("The performer of the song was
+    Aretha Franklin.") is backed by the question's documents, and then nothing would look up
+    the named one's own passage, which holds the next hop (where she died). Each new name of the
+    last sentence (at most :data:`MAX_HOPS`, none the question says) is searched with the
+    question's words that sentence lacks ("Aretha Franklin place death"), past the passages
+    already in the prompt; what is found joins every later draft's documents.
+    """
+    run = ctx.run
+    if run.sentences and ctx.retrievals_left > 0:
+        last = run.sentences[-1].text
+        known = content_words(" ".join([run.question, *(x.text for x in run.sentences[:-1])]))
+        lacking = content_words(run.question) - content_words(last)
+        rest = [w for w in words(run.question) if fold(w) in lacking]
+        names = [n for n in names_in(last) if not content_words(n) & known][:MAX_HOPS]
+        queries = [join_words([n, *rest]) for n in names][: ctx.retrievals_left]
+        if queries:
+            yield Searching(ctx.index, len(queries))
+            seen = {d.id for d in [*run.first_docs, *run.followed]}
+            run.followed.extend(h.passage for h in ctx.search(queries, exclude=seen))
+    return run.followed
 
 
 def names_in(text: str) -> list[str]:

@@ -58,6 +58,13 @@ INSTRUCTIONS = {
     "整段资料。示例都是虚构的。检索结果中没有的内容，就回答：文档中没有给出答案。",
 }
 
+FOLLOW_UP = {
+    "en": "These search results are new. Write only the next sentence of your answer above, using them if they "
+    "help.",
+    "zh": "以上是新的检索结果。只写出你上面回答的下一句，有用时请依据它们。",
+}
+"""The line after the new passages of a follow-up turn (:meth:`PromptTemplate.render_followup`)."""
+
 NOT_KNOWN = {"en": "The documents do not say.", "zh": "文档中没有给出答案。"}
 """What an answer says when the documents do not give it (C3), per language."""
 
@@ -214,6 +221,23 @@ class PromptTemplate:
         return f"{self.header}{self.turn_open}{body}{self.turn_close}{tail}"
 
 
+    def render_followup(self, docs: Sequence[Passage], new: Sequence[Passage], question: str,
+                        answer_so_far: str) -> str:  # fmt: skip
+        """The prompt of ``docs`` and the answer so far, then the ``new`` passages in a follow-up turn.
+
+        It starts with :meth:`render`'s prompt for ``docs`` (the draft's), which a backend with
+        prefix caching has evaluated already, so only the new passages and one line are new; the
+        model writes the next sentence in a turn of its own. Numbers go on from ``docs`` (``[4]``
+        after three). ChatML only: a ``plain`` template renders all the passages before the
+        question, as :meth:`render` does.
+        """
+        if self.name != "chatml":
+            return self.render([*docs, *new], question, answer_so_far)
+        head = self.render(docs, question, answer_so_far)
+        block = _docs_block(new, self.labels, start=len(docs) + 1)
+        return f"{head}<|im_end|>\n<|im_start|>user\n{block}{FOLLOW_UP[self.language]}{self.turn_close}"
+
+
 def resolve_language(setting: str, question: str) -> str:
     """The language to answer in: ``setting`` (``en``/``zh``), or the question's when ``auto``."""
     return language_of(question) if setting == "auto" else setting
@@ -261,11 +285,11 @@ def defuse(text: str) -> str:
     return _CONTROL.sub(lambda m: m.group(0)[0] + "\u200b" + m.group(0)[1:], text)
 
 
-def _docs_block(docs: Sequence[Passage], labels: Labels = EN) -> str:
+def _docs_block(docs: Sequence[Passage], labels: Labels = EN, start: int = 1) -> str:
     if not docs:
         return ""
     lines = [labels.search]
-    for n, p in enumerate(docs, start=1):
+    for n, p in enumerate(docs, start=start):
         title = f"{defuse(p.title)}: " if p.title else ""
         lines.append(f"[{n}] {title}{defuse(' '.join(p.text.split()))}")
     return "\n".join(lines) + "\n"

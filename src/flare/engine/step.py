@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Generator, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from flare.config import Settings
@@ -90,6 +90,7 @@ class RunState:
     rejected: list[str] = field(default_factory=list)  # sentences dropped or omitted, never shown
     said: list[str] = field(default_factory=list)  # every sentence in the prompt: accepted and rejected
     first_docs: list[Passage] = field(default_factory=list)
+    followed: list[Passage] = field(default_factory=list)  # found for names the answer brought in
     retrievals: int = 0
     output_tokens: int = 0
     caps_hit: list[str] = field(default_factory=list)
@@ -155,10 +156,18 @@ class StepContext:
     def index(self) -> int:
         return self.record.index
 
-    def complete(self, docs: Sequence[Passage], *, max_tokens: int | None = None) -> Completion:
-        """Continue ``[header, docs, question, answer so far]`` up to the end of a sentence."""
+    def complete(self, docs: Sequence[Passage], *, max_tokens: int | None = None,
+                 new: Sequence[Passage] = ()) -> Completion:  # fmt: skip
+        """Continue ``[header, docs, question, answer so far]`` up to the end of a sentence.
+
+        ``new`` passages go after ``docs`` (before the question), or with ``new_docs=after`` in a
+        follow-up turn after the answer so far (:meth:`PromptTemplate.render_followup`).
+        """
         s = self.run.settings
-        prompt = self.template.render(docs, self.run.question, self.run.answer_so_far)
+        if new and s.new_docs == "after":
+            prompt = self.template.render_followup(docs, new, self.run.question, self.run.answer_so_far)
+        else:
+            prompt = self.template.render([*docs, *new], self.run.question, self.run.answer_so_far)
         cap = max_tokens or lookahead_tokens(s, self.template.language)
         budget = min(cap, s.max_output_tokens - self.run.output_tokens)
         n = repeat_words(s, self.template.language)
@@ -168,14 +177,19 @@ class StepContext:
 
         return self.lm.complete(prompt, max_tokens=max(budget, 1), stop=self.template.stop, stop_when=stop_when)
 
-    def generate(self, docs: Sequence[Passage], stage: str) -> Piece:
-        """The next sentence written from ``docs``; ``stage`` names its timing in the trace.
+    def generate(self, docs: Sequence[Passage], stage: str, *, new: Sequence[Passage] = ()) -> Piece:
+        """The next sentence written from ``docs`` (and ``new``, see :meth:`complete`); ``stage``
+        names its timing in the trace.
 
         A sentence in which the model starts repeating a run of ``repeat_ngram`` words is cut
         before the repeat and marked ``looped`` (the loop then ends the answer after it).
         """
         t0 = time.perf_counter()
-        piece = first_piece(self.complete(docs))
+        piece = first_piece(self.complete(docs, new=new))
+        if new and self.run.settings.new_docs == "after":
+            # The follow-up turn is asked for one sentence: its end is that turn's, not the
+            # answer's. The next draft, from the answer's own prompt, says whether it goes on.
+            piece = replace(piece, model_done=False)
         self.record.timings[stage] = round(time.perf_counter() - t0, 4)
         n = repeat_words(self.run.settings, self.template.language)
         at = repeated_ngram(piece.text, n) if n > 0 else None
