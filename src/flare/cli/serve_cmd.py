@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ import click
 from flare.cli.options import run_options, settings_from
 from flare.errors import ConfigError, CorpusIndexError, FlareError
 from flare.retrieve.base import Retriever
+
+SWITCH_INTERVAL = 0.001  # seconds the interpreter lets one thread hold the GIL (default 0.005); see serve()
 
 
 @click.command()
@@ -223,6 +226,9 @@ def serve(
         timeout_graceful_shutdown=5,  # after the drain: for connections that are still open
     )
     server = _server(config, app)
+    # The event loop shares the GIL with the answer threads; each time it gives it up (every
+    # socket call) it may wait a whole switch interval to get it back (5 ms by default).
+    sys.setswitchinterval(SWITCH_INTERVAL)
     try:
         server.run()
     finally:

@@ -21,7 +21,7 @@ from flare.engine.prompts import PromptTemplate
 from flare.engine.sentences import ends_complete, lookahead_tokens, repeat_words, whole_words_end
 from flare.errors import RetrieverError
 from flare.retrieve.filters import Filters
-from flare.text import ends_sentence, first_sentence_end, fold, repeated_ngram
+from flare.text import RepeatWatch, SentenceWatch, first_sentence_end, fold, repeated_ngram
 from flare.trace.schema import Decision, RetrievedRecord, StepRecord, TraceRecord
 from flare.types import Answer, Citation, Completion, EndReason, Hit, Passage, Sentence, TokenLogprob
 from flare.verify.support import Support, claim_lift, exemplar_leaks
@@ -172,8 +172,11 @@ class StepContext:
         budget = min(cap, s.max_output_tokens - self.run.output_tokens)
         n = repeat_words(s, self.template.language)
 
+        # Asked after every token: the watches read only what was added since the last call.
+        ended, repeated = SentenceWatch(), RepeatWatch(n)
+
         def stop_when(text: str) -> bool:
-            return ends_sentence(text) or (n > 0 and repeated_ngram(text, n) is not None)
+            return ended(text) or (n > 0 and repeated(text))
 
         return self.lm.complete(prompt, max_tokens=max(budget, 1), stop=self.template.stop, stop_when=stop_when)
 

@@ -520,10 +520,11 @@ def _json(response: httpx.Response, path: str) -> dict[str, Any]:
 
 
 def _sse(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    for line in response.iter_lines():
-        if not line.startswith("data:"):
+    encoding = response.encoding or "utf-8"
+    for raw in _lines(response.iter_bytes()):
+        if not raw.startswith(b"data:"):
             continue
-        data = line[5:].strip()
+        data = raw[5:].decode(encoding, "replace").strip()
         if data == "[DONE]":
             return
         try:
@@ -534,6 +535,29 @@ def _sse(response: httpx.Response) -> Iterator[dict[str, Any]]:
             raise ModelError(f"the server streamed an error: {event['error']}", SERVER_HINT)
         if isinstance(event, dict):
             yield event
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The lines of an event stream, without their ends (CR LF, LF or CR, as SSE defines them).
+
+    Split as bytes, and only ``data:`` lines are decoded: cheaper per streamed token than httpx's
+    ``iter_lines`` (which decodes every chunk and also breaks lines at U+2028 and other Unicode
+    line ends that a server may send inside a JSON string).
+    """
+    pending = b""
+    for chunk in chunks:
+        if pending:
+            chunk = pending + chunk
+            pending = b""
+        if not chunk:
+            continue
+        parts = chunk.splitlines(keepends=True)  # bytes split at CR LF, LF and CR only
+        if parts[-1][-1:] != b"\n":  # unfinished, or a CR whose LF may be in the next chunk
+            pending = parts.pop()
+        for part in parts:
+            yield part.rstrip(b"\r\n")
+    if pending:
+        yield pending.rstrip(b"\r\n")
 
 
 def _evaluated(timings: object) -> int | None:

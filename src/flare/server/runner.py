@@ -14,6 +14,8 @@ pushes events to an asyncio queue. How LM calls of concurrent answers meet depen
   next LM call raises :class:`Cancelled`, and the engine's generator is closed;
 * every run keeps the index it started with (:class:`ServedIndex`): a reload swaps the service's
   index for new runs only, and the old one is released when its last run ends;
+* answers run on daemon threads kept between answers (:class:`Workers`): starting a thread
+  blocks its caller until the OS first runs the thread, and the caller is the event loop;
 * a run cut by the end of the shutdown grace period (:meth:`Service.cut_all`) ends with a 503
   error item and stores a trace of what it had sent, ``stop_reason="shutdown"``.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import queue
 import threading
 import time
 import uuid
@@ -124,6 +127,54 @@ class SharedRetriever:
             self.retriever.check_filters(filters)
 
 
+class Workers:
+    """Daemon threads that run answers, each kept for the next answer until ``idle_exit`` s idle.
+
+    ``Thread.start()`` waits until the new thread has run: on a busy machine that is an OS
+    scheduling delay, and the caller here is the event loop (``/healthz`` and every stream wait
+    with it). A thread that is idle takes the next answer without that wait. Threads are daemons,
+    as the answers' own were, so an LM call stuck at exit cannot hold the process.
+    """
+
+    def __init__(self, idle_exit: float = 60.0) -> None:
+        self.idle_exit = idle_exit
+        self._tasks: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # threads waiting for a task, less the tasks queued for them
+
+    @property
+    def idle(self) -> int:
+        with self._lock:
+            return self._idle
+
+    def submit(self, task: Any) -> None:
+        """Run ``task()`` on an idle thread, else on a new one."""
+        with self._lock:
+            if self._idle > 0:
+                self._idle -= 1
+                self._tasks.put(task)
+                return
+        threading.Thread(target=self._serve, args=(task,), name="flare-answer", daemon=True).start()
+
+    def _serve(self, task: Any) -> None:
+        while True:
+            try:
+                task()
+            except BaseException:  # a task reports its own failures; the thread stays usable
+                log.exception("answer worker task failed")
+            task = None  # drop the finished run while waiting
+            with self._lock:
+                self._idle += 1
+            try:
+                task = self._tasks.get(timeout=self.idle_exit)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:  # no task is on its way to this thread: leave
+                        self._idle -= 1
+                        return
+                task = self._tasks.get()  # one was queued as the wait ended: it is this thread's
+
+
 @dataclass(frozen=True, slots=True)
 class ServedIndex:
     """The index answers start on: one generation of it (1 at start-up, +1 per reload)."""
@@ -160,6 +211,7 @@ class Service:
         self.lm_slots = threading.BoundedSemaphore(self.lm_parallel)
         self.index = ServedIndex(SharedRetriever(engine.retriever), 1, time.time())
         self.forward: Tracer | None = None if isinstance(engine.tracer, NullTracer) else engine.tracer
+        self.workers = Workers()
         self._runs: set[Run] = set()
         self._runs_lock = threading.Lock()
         self._idle = threading.Condition(self._runs_lock)
@@ -268,7 +320,7 @@ class Run:
         self._queue: asyncio.Queue[object] = asyncio.Queue()
 
     def start(self) -> None:
-        threading.Thread(target=self._work, name="flare-answer", daemon=True).start()
+        self.service.workers.submit(self._work)
 
     def cancel(self, reason: str = "") -> None:
         with self._state:

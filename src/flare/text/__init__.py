@@ -32,6 +32,7 @@ from flare.text.numerals import Number, numbers, whole_number
 from flare.text.scripts import HAN, HAN_RE, WIDE, is_han, is_wide, join_words, language_of
 from flare.text.segment import (
     STOPWORDS,
+    RepeatWatch,
     Span,
     char_content_words,
     content_words,
@@ -44,6 +45,7 @@ from flare.text.sentences import (
     ABBREVIATIONS,
     CLOSERS,
     MARKS,
+    SentenceWatch,
     ends_sentence,
     first_sentence_end,
     sentence_ends,
@@ -59,6 +61,8 @@ __all__ = [
     "STOPWORDS",
     "WIDE",
     "Number",
+    "RepeatWatch",
+    "SentenceWatch",
     "Span",
     "char_content_words",
     "content_words",

@@ -55,14 +55,18 @@ def word_spans(text: str) -> list[Span]:
     """Every word of ``text`` with its position; Chinese runs are cut into jieba words."""
     out: list[Span] = []
     for m in _WORD.finditer(text):
-        if m.lastgroup == "han":
-            pos = m.start()
-            for w in _segment(m.group()):
-                out.append(Span(w, pos, pos + len(w)))
-                pos += len(w)
-        else:
-            out.append(Span(m.group(), m.start(), m.end()))
+        _add_spans(out, m)
     return out
+
+
+def _add_spans(out: list[Span], m: re.Match[str]) -> None:
+    if m.lastgroup == "han":
+        pos = m.start()
+        for w in _segment(m.group()):
+            out.append(Span(w, pos, pos + len(w)))
+            pos += len(w)
+    else:
+        out.append(Span(m.group(), m.start(), m.end()))
 
 
 def words(text: str) -> list[str]:
@@ -111,6 +115,70 @@ def repeated_ngram(text: str, n: int) -> int | None:
             return spans[i].start
         seen.add(gram)
     return None
+
+
+class RepeatWatch:
+    """Whether :func:`repeated_ngram` finds a repeat, for a text asked after every generated token.
+
+    Words that can no longer change (a character follows them that cannot join them: see
+    :data:`_WORD`) are read and folded once; each call reads only the last word or two again,
+    and compares only the runs of ``n`` words that hold one of them. A text that does not extend
+    the one before starts again. Answers exactly ``repeated_ngram(text, n) is not None``.
+
+        >>> watch = RepeatWatch(2)
+        >>> [watch(t) for t in ("in the", "in the village of", "in the village of in", "in the village of in the")]
+        [False, False, False, True]
+    """
+
+    __slots__ = ("_found", "_grams", "_n", "_pos", "_text", "_words")
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+        self._reset("")
+
+    def _reset(self, text: str) -> None:
+        self._text = text
+        self._pos = 0  # words that end before this never change
+        self._words: list[str] = []  # their folded forms
+        self._grams: set[tuple[str, ...]] = set()  # runs of n of them (no two alike, or _found)
+        self._found = False
+
+    def __call__(self, text: str) -> bool:
+        n = self._n
+        if n < 1:
+            return False
+        if not text.startswith(self._text):
+            self._reset(text)
+        self._text = text
+        if self._found:
+            return True
+        last = len(text) - 1
+        fixed: list[Span] = []
+        loose: list[Span] = []
+        settled = True
+        for m in _WORD.finditer(text, self._pos):
+            # A word ending two or more characters before the end cannot grow: the character
+            # after it is no letter, digit or Han character, nor a joiner followed by one.
+            settled = settled and m.end() < last
+            _add_spans(fixed if settled else loose, m)
+            if settled:
+                self._pos = m.end()
+        words = self._words
+        first_new = max(0, len(words) - n + 1)
+        words.extend(fold(s.text) for s in fixed)
+        stable = len(words)
+        candidate = words + [fold(s.text) for s in loose]
+        seen = self._grams
+        extra: set[tuple[str, ...]] = set()
+        for i in range(first_new, len(candidate) - n + 1):
+            gram = tuple(candidate[i : i + n])
+            if gram in seen or gram in extra:
+                # a repeat of settled words stays one however the text goes on; one that holds
+                # the last word may not (it can grow into another word)
+                self._found = i + n <= stable
+                return True
+            (seen if i + n <= stable else extra).add(gram)
+        return False
 
 
 def _segment(run: str) -> list[str]:

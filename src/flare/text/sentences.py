@@ -73,35 +73,62 @@ def sentence_ends(text: str, *, final: bool = True, lines: bool = True) -> Itera
     of the text ends the last sentence, if it holds anything. ``lines`` says whether a single
     newline ends a sentence (generated text) or only a blank line does (documents).
     """
+    return _ends(text, final, lines, _Scan())
+
+
+class _Scan:
+    """Where a scan of a growing text resumes: every candidate before ``pos`` was decided for good.
+
+    ``start`` is where the current sentence began. Only a scan with ``lines=True`` keeps ``pos``
+    meaningful (with ``lines=False`` a newline's decision depends on the text after it).
+    """
+
+    __slots__ = ("pos", "start")
+
+    def __init__(self) -> None:
+        self.pos = 0
+        self.start = 0
+
+
+def _ends(text: str, final: bool, lines: bool, scan: _Scan) -> Iterator[int]:
+    # Every decision on a candidate that ends before the end of the text looks only at the text
+    # up to one character past it, so appending text never changes it: a scan may resume at
+    # ``scan.pos`` (the first candidate left undecided, or the end of the text).
     n = len(text)
-    start = 0  # where the current sentence began
-    for m in _CANDIDATE.finditer(text):
+    for m in _CANDIDATE.finditer(text, scan.pos):
         i, j = m.start(), m.end()
         if m.group("nl") is not None:
-            if not _CONTENT.search(text, start, i):
-                start = i  # only blank space so far: never search it again (linear time)
+            scan.pos = j
+            if not _CONTENT.search(text, scan.start, i):
+                scan.start = i  # only blank space so far: never search it again (linear time)
             elif lines or _BLANK_REST.match(text, j):
                 yield i
-                start = i
+                scan.start = i
             continue
         run = m.group()
+        start = scan.start
         at_once = (
             any(c in _AT_ONCE for c in run)
             or (run[0] in "!?" and i > start and is_wide(text[i - 1]))
             or (run == "." and i > start and j < n and bool(HAN_RE.match(text[j])) and not text[i - 1].isspace())
         )
         if at_once:
+            scan.pos = j
             yield j
-            start = j
+            scan.start = j
             continue
         if j >= n:
+            scan.pos = i  # the run may grow, or what follows decide it
             if not final:
                 return
             break
+        scan.pos = j
         if text[j].isspace() and not (run[0] == "." and _abbreviated(text, i, start)):
             yield j
-            start = j
-    if final and _CONTENT.search(text, start):
+            scan.start = j
+    else:
+        scan.pos = n  # nothing after the last candidate can start one: a mark or newline would have
+    if final and _CONTENT.search(text, scan.start):
         yield len(text.rstrip())
 
 
@@ -129,6 +156,35 @@ def split_sentences(text: str) -> list[str]:
 def ends_sentence(text: str) -> bool:
     """True when ``text`` (being generated) already holds one complete sentence."""
     return first_sentence_end(text) is not None
+
+
+class SentenceWatch:
+    """:func:`ends_sentence` for a text asked after every generated token, in time linear in the text.
+
+    Each call with the text so far looks only at what was added since the call before (and at
+    the candidate end that was still undecided); a text that does not extend the one before
+    starts the scan again. Answers exactly as :func:`ends_sentence` would.
+
+        >>> watch = SentenceWatch()
+        >>> [watch(t) for t in ("He was 5", "He was 5.", "He was 5.5 ft.", "He was 5.5 ft. Next")]
+        [False, False, False, True]
+    """
+
+    __slots__ = ("_found", "_scan", "_text")
+
+    def __init__(self) -> None:
+        self._text = ""
+        self._scan = _Scan()
+        self._found = False
+
+    def __call__(self, text: str) -> bool:
+        if not text.startswith(self._text):
+            self._scan, self._found = _Scan(), False
+        self._text = text
+        if not self._found:
+            # once a sentence ended, a longer text still holds it: every decision was final
+            self._found = next(_ends(text, False, True, self._scan), None) is not None
+        return self._found
 
 
 def _abbreviated(text: str, i: int, start: int) -> bool:
