@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,13 @@ from flare.errors import InputError
 from flare.evaluate.datasets import data_root, load_dataset
 from flare.evaluate.harness import RESULTS_FILE, read_results, task_of
 from flare.evaluate.world import bridge_misses, generate, load_world, main, write_world
-from flare.evaluate.world_gen import Fact, World, WorldQuestion
-from flare.evaluate.world_names import real_words
-from flare.evaluate.world_score import judge_record, summarize, table
-from flare.evaluate.world_score import main as score_main
-from flare.evaluate.world_text import spell, surfaces
-from flare.evaluate.world_truth import Judge, judge, sentences_from_answer, sentences_from_trace
+from flare.evaluate.world.gen import Fact, World, WorldQuestion
+from flare.evaluate.world.names import real_words
+from flare.evaluate.world.score import judge_record, summarize, table
+from flare.evaluate.world.score import main as score_main
+from flare.evaluate.world.text import spell, surfaces
+from flare.evaluate.world.truth import Judge, judge, sentences_from_answer, sentences_from_trace
+from flare.evaluate.world.wordlists import LISTS, scan_pools
 from flare.text import numbers
 from flare.types import Answer, Citation, Sentence
 
@@ -137,6 +139,30 @@ def test_no_name_is_a_word_of_the_wikipedia_style_pools() -> None:
     clash = sorted(c for c in cores if c in seen and c not in ("labs", "works", "systems", "instruments", "motors",
                                                                "textiles", "foods", "tools", "river"))
     assert clash == []
+
+
+@pytest.mark.skipif(not POOLS.is_dir(), reason="the bundled Wikipedia-style pools are not on this machine")
+def test_the_committed_word_lists_are_what_the_pools_give_today() -> None:
+    real, common = scan_pools(POOLS)
+    assert (LISTS / "real_words.txt").read_text(encoding="utf-8") == "\n".join(real) + "\n"
+    assert (LISTS / "common_words.txt").read_text(encoding="utf-8") == "\n".join(common) + "\n"
+
+
+def test_word_lists_take_grammar_words_and_frequent_lower_case_words(tmp_path: Path) -> None:
+    (tmp_path / "pool").mkdir()
+    rows = [{"title": "Drelmosa", "text": "Drelmosa met Paris in the town. " + "the " * 19}]
+    (tmp_path / "pool" / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    real, common = scan_pools(tmp_path)
+    assert "drelmosa" in real and "paris" in real and "town" not in real  # "town": no word of the grammar
+    assert common == ["the"]  # 20 times in lower case; "town" only once
+    assert LISTS.samefile(str(resources.files("flare").joinpath("data/world")))  # where names.py reads them
+
+
+def test_the_word_list_and_score_commands_say_their_usage_in_one_line() -> None:
+    for module in ("flare.evaluate.world.wordlists", "flare.evaluate.world.score"):
+        run = subprocess.run([sys.executable, "-W", "error", "-m", module], capture_output=True, text=True,
+                             timeout=60, check=False)  # fmt: skip
+        assert run.returncode == 2 and run.stderr.count("\n") == 1 and run.stderr.startswith("usage:"), run.stderr
 
 
 def test_old_figures_are_dated_so_a_year_filter_removes_them(world: World) -> None:

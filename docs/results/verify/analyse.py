@@ -30,8 +30,8 @@ from flare.evaluate.metrics import mean, percentile
 from flare.evaluate.prompts import style_for, template_for
 from flare.evaluate.report import paired
 from flare.evaluate.world import load_world
-from flare.evaluate.world_score import FIGURES as TRUTH
-from flare.evaluate.world_truth import Judge
+from flare.evaluate.world.score import FIGURES as TRUTH
+from flare.evaluate.world.truth import Judge
 from flare.text import repeated_ngram, words
 from flare.types import Answer, Citation, Passage, Sentence
 from flare.verify.support import exemplar_leaks

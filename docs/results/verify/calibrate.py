@@ -27,7 +27,7 @@ from pathlib import Path
 
 from flare.evaluate.harness import read_results
 from flare.evaluate.world import load_world
-from flare.evaluate.world_truth import Judge
+from flare.evaluate.world.truth import Judge
 from flare.types import Passage
 from flare.verify.support import Thresholds, check, claims, decide
 

@@ -23,7 +23,7 @@ from analyse import WORLD, corpus_of, rescore  # noqa: E402
 
 from flare.evaluate.harness import read_results
 from flare.evaluate.world import load_world
-from flare.evaluate.world_truth import Judge
+from flare.evaluate.world.truth import Judge
 
 CANDIDATES = [f"flare:{t}verify={m}" for t in ("", "trigger=support,")
               for m in ("flag", "drop", "retry", "retry,retry_then=drop")]  # fmt: skip

@@ -32,7 +32,7 @@ from flare.evaluate.datasets import DEFAULT_INDEX_CACHE, load_dataset
 from flare.evaluate.harness import RESULTS_FILE, Job, read_results, run_eval, task_of
 from flare.evaluate.methods import expand
 from flare.evaluate.report import write_report
-from flare.evaluate.world_score import truth_scores
+from flare.evaluate.world.score import truth_scores
 
 
 @click.command("eval")

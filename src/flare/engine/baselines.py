@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from flare.engine.events import Event, Rewriting, Searching
@@ -164,8 +164,7 @@ class Instruct:
             self.docs, retrieved = found.docs, found.retrieved
             ctx.run.first_docs = list(found.docs)
         t0 = time.perf_counter()
-        text, tokens = "", list[TokenLogprob]()  # the sentence so far, without tags
-        shown = ""  # what the prompt shows of it: with the tags already searched, if "[" cannot be forbidden
+        written = _Written()
         biased = ctx.lm.supports_logit_bias
         searches, forbid, used = 0, 0, 0
         finish: FinishReason = "stop"
@@ -177,42 +176,71 @@ class Instruct:
                 finish = "length"
                 break
             can_search = searches < MAX_SEARCHES_PER_SENTENCE and ctx.retrievals_left > 0
-            bias = {"[": FORBID_BIAS if forbid or not can_search else SEARCH_BIAS}
-            prompt = ctx.template.render(self.docs, ctx.run.question, ctx.run.answer_so_far) + shown
-            c = ctx.lm.complete(
-                prompt,
-                max_tokens=min(room, forbid) if forbid else room,
-                stop=ctx.template.stop,
-                stop_when=partial(_instruct_stop, text),
-                logit_bias=bias if biased else None,
-            )
+            c = self._write_on(ctx, written, room, forbid=forbid, can_search=can_search, biased=biased)
             forbid, finish, used = 0, c.finish_reason, used + c.generated_tokens
             tag = SEARCH_TAG.search(c.text)
-            if tag is not None and first_sentence_end(text + c.text[: tag.start()]) is not None:
+            if tag is not None and first_sentence_end(written.text + c.text[: tag.start()]) is not None:
                 tag = None  # the sentence ended before the tag: the tag belongs to the next sentence
             if tag is None:
-                text, tokens, shown = text + c.text, tokens + list(c.tokens), shown + c.text
-                if finish == "length" and c.generated_tokens < room and not ends_sentence(text):
+                written.add(c)
+                if finish == "length" and c.generated_tokens < room and not ends_sentence(written.text):
                     continue  # only the forbid window ended: go on writing the sentence
                 break
-            kept = c.text[: tag.start()].rstrip()
-            text, tokens = text + kept, tokens + cut_tokens(c.tokens, len(kept))
-            # Without logit bias the model would write the same tag again at once; showing it the
-            # tag it already wrote lets it go on with the sentence instead (the paper forbids "[").
-            shown = shown + kept if biased else f"{shown}{kept} {tag.group(0)}"
+            written.add_before(c, tag, biased=biased)
             searches += 1
-            query = tag.group(1).strip() or ctx.run.question
-            found = yield from _search_docs(ctx, query)
+            found = yield from _search_docs(ctx, tag.group(1).strip() or ctx.run.question)
             if found.retrieved and found.docs:
                 self.docs, retrieved = found.docs, True
                 yield Rewriting(ctx.index)
             forbid = FORBID_TOKENS
         ctx.record.timings["generate"] = round(time.perf_counter() - t0, 4)
-        text = _drop_open_tag(text)
-        piece = first_piece(Completion(text, tuple(cut_tokens(tokens, len(text))), finish))
         if not ctx.record.decision:
             ctx.record.decision = "generate"
-        return Commit(piece, self.docs, retrieved=retrieved)
+        return Commit(written.piece(finish), self.docs, retrieved=retrieved)
+
+    def _write_on(
+        self, ctx: StepContext, written: _Written, room: int, *, forbid: int, can_search: bool, biased: bool
+    ) -> Completion:
+        """Continue the sentence from the current documents, up to a search tag or its end.
+
+        ``[`` is boosted so that the model asks for searches, and forbidden for ``forbid`` tokens
+        after one (or when no search is left); a backend without logit bias gets neither.
+        """
+        bias = {"[": FORBID_BIAS if forbid or not can_search else SEARCH_BIAS}
+        prompt = ctx.template.render(self.docs, ctx.run.question, ctx.run.answer_so_far) + written.shown
+        return ctx.lm.complete(
+            prompt,
+            max_tokens=min(room, forbid) if forbid else room,
+            stop=ctx.template.stop,
+            stop_when=partial(_instruct_stop, written.text),
+            logit_bias=bias if biased else None,
+        )
+
+
+@dataclass(slots=True)
+class _Written:
+    """The sentence FLARE instruct is writing: its text and tokens without tags, and its prompt's view."""
+
+    text: str = ""
+    tokens: list[TokenLogprob] = field(default_factory=list)
+    shown: str = ""  # what the prompt shows of it: with the tags already searched, if "[" cannot be forbidden
+
+    def add(self, c: Completion) -> None:
+        """Append a continuation that holds no search tag."""
+        self.text, self.tokens, self.shown = self.text + c.text, self.tokens + list(c.tokens), self.shown + c.text
+
+    def add_before(self, c: Completion, tag: re.Match[str], *, biased: bool) -> None:
+        """Append what ``c`` wrote before its search ``tag``; the tag itself is dropped."""
+        kept = c.text[: tag.start()].rstrip()
+        self.text, self.tokens = self.text + kept, self.tokens + cut_tokens(c.tokens, len(kept))
+        # Without logit bias the model would write the same tag again at once; showing it the
+        # tag it already wrote lets it go on with the sentence instead (the paper forbids "[").
+        self.shown = self.shown + kept if biased else f"{self.shown}{kept} {tag.group(0)}"
+
+    def piece(self, finish: FinishReason) -> Piece:
+        """The written sentence, without an unfinished tag a length cap left, as a :class:`Piece`."""
+        text = _drop_open_tag(self.text)
+        return first_piece(Completion(text, tuple(cut_tokens(self.tokens, len(text))), finish))
 
 
 def _instruct_stop(before: str, generated: str) -> bool:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 
 from flare.config import Settings
 from flare.engine.events import Event, Finished, SentenceAccepted
@@ -25,7 +26,7 @@ from flare.engine.methods import check_method, policy_for, prompt_style
 from flare.engine.prompts import PromptTemplate, resolve_language
 from flare.engine.restate import restates, retry_restated
 from flare.engine.sentences import CUT_MARK, ends_complete, lookahead_tokens
-from flare.engine.step import OMIT, Commit, RunState, StepContext
+from flare.engine.step import OMIT, Commit, Piece, Policy, RunState, StepContext, StepGen
 from flare.engine.verification import verify
 from flare.errors import InputError, ModelError
 from flare.lm.base import LanguageModel
@@ -83,19 +84,52 @@ class Flare:
     def stream(
         self, question: str, *, filters: Filters = NO_FILTERS, settings: Settings | None = None
     ) -> Iterator[Event]:
-        """Yield progress events and each *accepted* sentence, then :class:`Finished`."""
+        """Yield progress events and each *accepted* sentence, then :class:`Finished`.
+
+        The loop of the paper, one sentence per turn until a budget or the model ends it: the
+        run's policy writes the next sentence (retrieving for the question first, then drafting,
+        judging, searching and rewriting as its method does), and the loop settles it (a restated
+        question, budgets, repeats), verifies it and commits it with its citations.
+        """
         s = settings or self.settings
         question = check_question(question)
         policy = policy_for(s)
+        self._check_model(policy, s)
+        template = self.template_for(s, question)
+        lm = MeteredLM(self.lm)
+        run = RunState(question, filters, s, self._new_trace(question, filters, s), time.perf_counter())
+        stop_reason: EndReason = "max_sentences"
+        for index in range(s.max_sentences):
+            stop = self._time_or_token_cap(run)
+            if stop is None:
+                stop = yield from self._next_sentence(run, policy, lm, template, index)
+            if stop is not None:
+                stop_reason = stop
+                break
+        answer = Answer(
+            question=question,
+            sentences=tuple(run.sentences),
+            sources=tuple(run.sources.values()),
+            stop_reason=stop_reason,
+            trace_id=run.trace.trace_id,
+            retrievals=run.retrievals,
+            lm_calls=lm.calls,
+            caps_hit=tuple(run.caps_hit),
+        )
+        self._finish_trace(run, lm, answer)
+        yield Finished(answer)
+
+    def _check_model(self, policy: Policy, s: Settings) -> None:
+        """A method that reads token probabilities needs a model that gives them (unless θ=0)."""
         if policy.needs_logprobs and s.theta > 0 and not self.lm.supports_logprobs:
             rule = f"trigger={s.trigger}" if s.method == "flare" else f"method {s.method!r}"
             raise ModelError(
                 f"model {self.lm.name!r} reports no token probabilities, which {rule} needs",
                 "use --trigger support (the evidence trigger, which needs none), or --method single, none or instruct",
             )
-        template = self.template_for(s, question)
-        lm = MeteredLM(self.lm)
-        trace = TraceRecord(
+
+    def _new_trace(self, question: str, filters: Filters, s: Settings) -> TraceRecord:
+        return TraceRecord(
             trace_id=uuid.uuid4().hex,
             question=question,
             method=s.method,
@@ -105,89 +139,40 @@ class Flare:
             settings=s.as_dict(),
             started_at=time.time(),
         )
-        run = RunState(question, filters, s, trace, time.perf_counter())
-        stop_reason: EndReason = "max_sentences"
-        for index in range(s.max_sentences):
-            cap = self._time_or_token_cap(run)
-            if cap:
-                stop_reason = cap
-                break
-            step = StepRecord(index=index, kind="draft")
-            ctx = StepContext(
-                run, lm, self.retriever, template, step,
-                record_content=self.tracer.record_content,
-            )
-            before = lm.snapshot()
-            try:
-                outcome = yield from policy.step(ctx)
-            finally:
-                step.lm_calls, step.lm_tokens_evaluated = lm.since(before)
-                trace.steps.append(step)
-            if outcome == OMIT:
-                run.reject(step.draft or "")
-                continue
-            if isinstance(outcome, str):
-                stop_reason = outcome
-                break
-            piece = outcome.piece
-            if piece.text and not piece.truncated and restates(piece.text, question):
-                retried = retry_restated(ctx, outcome)
-                step.lm_calls, step.lm_tokens_evaluated = lm.since(before)
-                if retried is None:  # a restatement after real sentences: the answer ends here
-                    stop_reason = "end"
-                    break
-                outcome, piece = retried, retried.piece
-            if not piece.text:
-                stop_reason = "end"
-                break
-            room = s.max_output_tokens - run.output_tokens  # what the output budget left this step
-            by_budget = room <= len(piece.tokens) or (piece.cut and room <= lookahead_tokens(s, template.language))
-            if piece.truncated and by_budget:
-                stop_reason = "max_output_tokens"  # never commit half a sentence
-                break
-            if piece.cut or (piece.looped and not ends_complete(piece.text)):
-                piece.text += CUT_MARK  # a cap or a loop ended it mid-sentence: never shown as whole
-            if piece.cut:
-                run.note_cap("max_sentence_tokens")
-            if any(piece.text == prev.text for prev in run.sentences) or piece.text in run.rejected:
-                stop_reason = "repetition"  # this step's sentence is the repeat: it is never committed
-                break
-            checked: Commit | None = outcome
-            if s.verify != "off":
-                checked = yield from verify(ctx, outcome)
-                step.lm_calls, step.lm_tokens_evaluated = lm.since(before)
-            if checked is None:  # dropped before acceptance: no event, no text, only the trace
-                run.reject(piece.text)
-                run.output_tokens += len(piece.tokens)  # generated all the same: the budget counts it
-                step.rejected.append(piece.text)
-            else:
-                sentence, new_sources = self._commit(run, checked)
-                step.sentence, step.citations = sentence.text, list(sentence.citations)
-                step.grounded = sentence.grounded
-                step.output_tokens = len(checked.piece.tokens)
-                yield SentenceAccepted(index, sentence, new_sources)
-                piece = checked.piece
-            if piece.cut:
-                stop_reason = "max_sentence_tokens"
-                break
-            if piece.looped:
-                stop_reason = "repetition"
-                break
-            if piece.model_done:
-                stop_reason = "end"
-                break
-        answer = Answer(
-            question=question,
-            sentences=tuple(run.sentences),
-            sources=tuple(run.sources.values()),
-            stop_reason=stop_reason,
-            trace_id=trace.trace_id,
-            retrievals=run.retrievals,
-            lm_calls=lm.calls,
-            caps_hit=tuple(run.caps_hit),
-        )
-        self._finish_trace(run, lm, answer)
-        yield Finished(answer)
+
+    def _next_sentence(
+        self, run: RunState, policy: Policy, lm: MeteredLM, template: PromptTemplate, index: int
+    ) -> Generator[Event, None, EndReason | None]:
+        """One turn of the loop for sentence ``index``: the reason the answer stops, or None."""
+        record = StepRecord(index=index, kind="draft")
+        ctx = StepContext(run, lm, self.retriever, template, record, record_content=self.tracer.record_content)
+        turn = _Turn(ctx, lm, lm.snapshot())
+        outcome = yield from turn.write(policy)
+        if outcome == OMIT:
+            run.reject(record.draft or "")
+            return None
+        if isinstance(outcome, str):
+            return outcome
+        commit = turn.unrestated(outcome)
+        if commit is None:  # a restatement after real sentences: the answer ends here
+            return "end"
+        stop = _settle(run, commit.piece, template.language)
+        if stop is not None:
+            return stop
+        checked = yield from turn.verified(commit)
+        if checked is None:  # dropped before acceptance: no event, no text, only the trace
+            _drop(run, record, commit.piece)
+            return _stop_after(commit.piece)
+        yield self._accept(run, record, checked)
+        return _stop_after(checked.piece)
+
+    def _accept(self, run: RunState, record: StepRecord, commit: Commit) -> SentenceAccepted:
+        """Commit the verified sentence to the answer and its step record; the event that shows it."""
+        sentence, new_sources = self._commit(run, commit)
+        record.sentence, record.citations = sentence.text, list(sentence.citations)
+        record.grounded = sentence.grounded
+        record.output_tokens = len(commit.piece.tokens)
+        return SentenceAccepted(record.index, sentence, new_sources)
 
     def template_for(self, settings: Settings, question: str = "") -> PromptTemplate:
         """The prompt template a run with ``settings`` uses for ``question``.
@@ -255,6 +240,88 @@ class Flare:
         t.output_tokens = run.output_tokens
         t.seconds = round(time.perf_counter() - run.started, 4)
         self.tracer.emit(t)
+
+
+@dataclass(slots=True)
+class _Turn:
+    """One sentence's turn: the policy's context, and the LM use charged to its step record."""
+
+    ctx: StepContext
+    lm: MeteredLM
+    before: tuple[int, int]  # the meter when the turn began
+
+    def charge(self) -> None:
+        """Record the LM calls and tokens this turn has used so far."""
+        self.ctx.record.lm_calls, self.ctx.record.lm_tokens_evaluated = self.lm.since(self.before)
+
+    def write(self, policy: Policy) -> StepGen:
+        """The policy's step: retrieve, draft, judge, search and rewrite as its method does.
+
+        The step is in the trace however it ends, even when it fails or the stream is closed.
+        """
+        try:
+            return (yield from policy.step(self.ctx))
+        finally:
+            self.charge()
+            self.ctx.run.trace.steps.append(self.ctx.record)
+
+    def unrestated(self, commit: Commit) -> Commit | None:
+        """The commit, unless its sentence only restates the question: then one retry (or None)."""
+        piece = commit.piece
+        if not (piece.text and not piece.truncated and restates(piece.text, self.ctx.run.question)):
+            return commit
+        retried = retry_restated(self.ctx, commit)
+        self.charge()
+        return retried
+
+    def verified(self, commit: Commit) -> Generator[Event, None, Commit | None]:
+        """The commit to accept after verification (``verify=off``: as it is), or None to drop it."""
+        if self.ctx.settings.verify == "off":
+            return commit
+        checked = yield from verify(self.ctx, commit)
+        self.charge()
+        return checked
+
+
+def _settle(run: RunState, piece: Piece, language: str) -> EndReason | None:
+    """Why ``piece`` must not be committed and the answer stops, or None; marks a cut sentence.
+
+    An empty sentence ends the answer; half a sentence is never committed for want of output
+    budget; a sentence a cap or a loop ended mid-way gets :data:`CUT_MARK`; a repeat of a
+    sentence already said or rejected stops the answer.
+    """
+    s = run.settings
+    if not piece.text:
+        return "end"
+    room = s.max_output_tokens - run.output_tokens  # what the output budget left this step
+    by_budget = room <= len(piece.tokens) or (piece.cut and room <= lookahead_tokens(s, language))
+    if piece.truncated and by_budget:
+        return "max_output_tokens"  # never commit half a sentence
+    if piece.cut or (piece.looped and not ends_complete(piece.text)):
+        piece.text += CUT_MARK  # a cap or a loop ended it mid-sentence: never shown as whole
+    if piece.cut:
+        run.note_cap("max_sentence_tokens")
+    if any(piece.text == prev.text for prev in run.sentences) or piece.text in run.rejected:
+        return "repetition"  # this step's sentence is the repeat: it is never committed
+    return None
+
+
+def _drop(run: RunState, record: StepRecord, piece: Piece) -> None:
+    """Keep a sentence verification dropped out of the answer; its tokens still count."""
+    run.reject(piece.text)
+    run.output_tokens += len(piece.tokens)  # generated all the same: the budget counts it
+    record.rejected.append(piece.text)
+
+
+def _stop_after(piece: Piece) -> EndReason | None:
+    """Why the answer ends after this turn's sentence (a cap cut it, a loop, the model's end), or None."""
+    if piece.cut:
+        return "max_sentence_tokens"
+    if piece.looped:
+        return "repetition"
+    if piece.model_done:
+        return "end"
+    return None
 
 
 def check_question(question: str) -> str:

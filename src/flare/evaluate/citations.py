@@ -15,7 +15,7 @@ content words); "Yes." or "It is not known." are not counted.
 * ``shown_unsupported`` — share of claim sentences that are unsupported and *not* marked: what a
   reader would take on trust and should not.
 
-On the evaluation world, :mod:`flare.evaluate.world_truth` measures the same things exactly, from
+On the evaluation world, :mod:`flare.evaluate.world.truth` measures the same things exactly, from
 the facts each passage is known to state; these figures are for data without such ground truth.
 """
 

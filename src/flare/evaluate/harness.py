@@ -121,7 +121,7 @@ def failed_scores(task: Task) -> dict[str, float | None]:
 
 
 TruthScores = Callable[[dict[str, Any]], dict[str, float | None]]
-"""Ground-truth figures of one finished record (see :func:`flare.evaluate.world_score.truth_scores`)."""
+"""Ground-truth figures of one finished record (see :func:`flare.evaluate.world.score.truth_scores`)."""
 
 
 @dataclass(frozen=True, slots=True)

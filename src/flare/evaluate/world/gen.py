@@ -25,8 +25,8 @@ import math
 import random
 from dataclasses import dataclass
 
-from flare.evaluate.world_names import NameMaker
-from flare.evaluate.world_text import INTROS, OLD_TEMPLATES, PAIR_TEMPLATES, PRONOUNS, TEMPLATES, surfaces, written
+from flare.evaluate.world.names import NameMaker
+from flare.evaluate.world.text import INTROS, OLD_TEMPLATES, PAIR_TEMPLATES, PRONOUNS, TEMPLATES, surfaces, written
 
 WORLD_VERSION = "flare.world/1"
 COMPANY_SUFFIXES = ("Labs", "Works", "Systems", "Instruments", "Motors", "Textiles", "Foods", "Tools")

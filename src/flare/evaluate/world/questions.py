@@ -34,8 +34,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from flare.evaluate.world_gen import Entity, Fact, World, WorldQuestion
-from flare.evaluate.world_text import TEMPLATES
+from flare.evaluate.world.gen import Entity, Fact, World, WorldQuestion
+from flare.evaluate.world.text import TEMPLATES
 
 Made = tuple[str, list[Fact], list[str]]
 

@@ -43,9 +43,9 @@ from functools import cached_property
 from typing import Any
 
 from flare.errors import InputError
-from flare.evaluate.world_gen import Fact, World, WorldQuestion
-from flare.evaluate.world_names import common_words
-from flare.evaluate.world_text import INTROS, OLD_TEMPLATES, TEMPLATES
+from flare.evaluate.world.gen import Fact, World, WorldQuestion
+from flare.evaluate.world.names import common_words
+from flare.evaluate.world.text import INTROS, OLD_TEMPLATES, TEMPLATES
 from flare.text import STOPWORDS, fold, numbers, word_spans
 
 CitedSentence = tuple[str, Sequence[str]]

@@ -11,7 +11,7 @@ comes from the passages or is invented.
 least 20 times in the pools); the truth metrics use it to tell a capitalised ordinary word
 ("However", "Lake") from a name that is not in the world ("Paris"). Both lists are rebuilt with::
 
-    python -m flare.evaluate.world_names /work/shared/data
+    python -m flare.evaluate.world.wordlists /work/shared/data
 
 Example::
 
@@ -22,14 +22,10 @@ Example::
 
 from __future__ import annotations
 
-import json
 import random
 import re
-import sys
-from collections import Counter
 from functools import cache
 from importlib import resources
-from pathlib import Path
 
 _ONSET_FIRST = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z",
                 "br", "dr", "gr", "kr", "tr", "sk", "st", "th", "vr", "zh")  # fmt: skip
@@ -123,38 +119,3 @@ class NameMaker:
             return False
         self._taken.append(word)
         return True
-
-
-def scan_pools(root: Path) -> tuple[list[str], list[str]]:
-    """The two word lists from every ``corpus.jsonl`` under ``root``: (real words, common words)."""
-    grammar: set[str] = set()
-    lower: Counter[str] = Counter()
-    for path in sorted(root.glob("*/corpus.jsonl")):
-        with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                row = json.loads(line)
-                for w in re.findall(r"[A-Za-z]+", f"{row.get('title', '')} {row['text']}"):
-                    low = w.lower()
-                    if GRAMMAR.match(low):
-                        grammar.add(low)
-                    if w == low:
-                        lower[low] += 1
-    common = sorted(w for w, n in lower.items() if n >= MIN_COUNT_COMMON)
-    return sorted(grammar), common
-
-
-def _write_lists(root: Path) -> None:
-    real, common = scan_pools(root)
-    out = Path(__file__).resolve().parent.parent / "data" / "world"
-    out.mkdir(parents=True, exist_ok=True)
-    for name, items in (("real_words.txt", real), ("common_words.txt", common)):
-        tmp = out / f".{name}.tmp"
-        tmp.write_text("\n".join(items) + "\n", encoding="utf-8")
-        tmp.replace(out / name)
-        print(f"wrote {len(items)} words to {out / name}")
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 2 or not Path(sys.argv[1]).is_dir():
-        sys.exit("usage: python -m flare.evaluate.world_names DATA_ROOT (a folder of <name>/corpus.jsonl)")
-    _write_lists(Path(sys.argv[1]))

@@ -10,7 +10,7 @@ The folder has the format of the bundled datasets, so ``flare eval --dataset DIR
 * ``corpus.jsonl`` — ``id``, ``title``, ``text``, ``meta.year``;
 * ``truth.jsonl`` — the ground truth the corpus text never shows: every entity with its
   aliases, every fact with the passages that state it, every passage with its facts and the
-  entities it names, and the vocabulary of names and numbers (see :mod:`~flare.evaluate.world_truth`).
+  entities it names, and the vocabulary of names and numbers (see :mod:`~flare.evaluate.world.truth`).
 
 Usage::
 
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from flare.errors import InputError
-from flare.evaluate.world_gen import WORLD_VERSION, Builder, Entity, Fact, World, WorldPassage, WorldQuestion
-from flare.evaluate.world_questions import BRIDGE_KINDS, KINDS, QuestionMaker
+from flare.evaluate.world.gen import WORLD_VERSION, Builder, Entity, Fact, World, WorldPassage, WorldQuestion
+from flare.evaluate.world.questions import BRIDGE_KINDS, KINDS, QuestionMaker
 
 if TYPE_CHECKING:
     from flare.retrieve.base import Retriever
@@ -49,7 +49,7 @@ def generate(*, seed: int = 0, questions: int = 160, dev: int = 40, kind: str = 
 
     The world grows with the number of questions (about one company, founder and product per two
     questions), so every question has a head entity of its own. ``kind="bridge"`` asks short
-    two-hop questions with one answer each (:data:`~flare.evaluate.world_questions.BRIDGE_KINDS`)
+    two-hop questions with one answer each (:data:`~flare.evaluate.world.questions.BRIDGE_KINDS`)
     instead of long-form ones, about the same world: the same ``seed`` and ``questions`` give the
     same corpus and truth either way.
     """
@@ -246,6 +246,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {len(world.questions)} questions and {len(world.passages)} passages to {args.out}", file=sys.stderr)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

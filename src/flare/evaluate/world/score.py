@@ -1,13 +1,13 @@
 """Score ``flare eval`` results on the fictional world with its ground truth, per method.
 
 Each results record carries its question id and trace; the trace gives every committed
-sentence with the passages it cites, which :class:`~flare.evaluate.world_truth.Judge` checks
+sentence with the passages it cites, which :class:`~flare.evaluate.world.truth.Judge` checks
 against what the world knows. A failed example (no trace) counts 0 for fact recall and is left
 out of the shares, which have no sentences to count; the table says how many failed.
 
 Usage::
 
-    python -m flare.evaluate.world_score docs/results/world/data/world runs/world/results.jsonl
+    python -m flare.evaluate.world.score docs/results/world/data/world runs/world/results.jsonl
 
 or from Python::
 
@@ -27,7 +27,7 @@ from typing import Any
 from flare.errors import FlareError, InputError
 from flare.evaluate.harness import read_results
 from flare.evaluate.world import load_world
-from flare.evaluate.world_truth import AnswerVerdict, Judge, sentences_from_trace
+from flare.evaluate.world.truth import AnswerVerdict, Judge, sentences_from_trace
 
 FIGURES = ("fact_recall", "supported_fact_recall", "fact_precision", "unsupported_share", "cited_unsupported",
            "citation_recall", "citation_precision")
@@ -90,7 +90,7 @@ def table(summary: Mapping[str, Mapping[str, float]]) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
-        print("usage: python -m flare.evaluate.world_score WORLD_DIR RESULTS.jsonl [...]", file=sys.stderr)
+        print("usage: python -m flare.evaluate.world.score WORLD_DIR RESULTS.jsonl [...]", file=sys.stderr)
         return 2
     world_dir = Path(argv[0])
     try:
