@@ -6,6 +6,8 @@
 #   bash docs/results/qwen/reproduce.sh test      # held-out lanes, in the protocol's order
 #   bash docs/results/qwen/reproduce.sh dev2      # round 2: development (first sentence checked, hops)
 #   bash docs/results/qwen/reproduce.sh test2     # round 2: held-out lanes
+#   bash docs/results/qwen/reproduce.sh dev3      # round 3: development (new_docs, follow_names)
+#   bash docs/results/qwen/reproduce.sh test3     # round 3: held-out lanes
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
 # Resumable: every lane appends finished answers to its own results.jsonl and a rerun skips them.
@@ -63,8 +65,27 @@ test2_2wiki() { ev --dataset 2wikimultihopqa --offset 100 --limit 100 "${PAIR[@]
 test2_hotpot() { ev --dataset hotpotqa --offset 100 --limit 100 "${PAIR[@]}" "${QA[@]}" --out $OUT/test2/hotpotqa; }
 test2_world() { ev --dataset $WORLD --offset 40 --limit 120 "${PAIR[@]}" "${LONG[@]}" --out $OUT/test2/world; }
 
+# -- round 3 (PROTOCOL.md, "Round 3"): follow the names the answer brings in ------------------------
+D3=flare:trigger=support,verify=flag
+dev3_lane() {  # dev3_lane NAME DATASET SETTING ARGS...: the default with one option, development questions
+  local name=$1 data=$2 opt=$3; shift 3
+  ev --dataset "$data" --method "$D3${opt:+,$opt}" "$@" --out $OUT/dev3/$name
+}
+dev3_world_before() { dev3_lane world-before $WORLD new_docs=before --limit 20 "${LONG[@]}"; }
+dev3_world_after() { dev3_lane world-after $WORLD new_docs=after --limit 20 "${LONG[@]}"; }
+dev3_bridge_before() { dev3_lane bridge-before $BRIDGE new_docs=before --limit 20 "${QA[@]}"; }
+dev3_bridge_after() { dev3_lane bridge-after $BRIDGE new_docs=after --limit 20 "${QA[@]}"; }
+dev3_world_follow() { dev3_lane world-follow $WORLD follow_names=true --limit 20 "${LONG[@]}"; }
+dev3_bridge_follow() { dev3_lane bridge-follow $BRIDGE follow_names=true --limit 20 "${QA[@]}"; }
+dev3_2wiki_follow() { dev3_lane 2wiki-follow 2wikimultihopqa follow_names=true --limit 30 "${QA[@]}"; }
+PAIR3=(--method single --method "$D3,follow_names=true")
+test3_bridge() { ev --dataset $BRIDGE --offset 40 --limit 60 "${PAIR3[@]}" "${QA[@]}" --out $OUT/test3/bridge; }
+test3_2wiki() { ev --dataset 2wikimultihopqa --offset 200 --limit 100 "${PAIR3[@]}" "${QA[@]}" --out $OUT/test3/2wiki; }
+test3_hotpot() { ev --dataset hotpotqa --offset 200 --limit 100 "${PAIR3[@]}" "${QA[@]}" --out $OUT/test3/hotpotqa; }
+test3_world() { ev --dataset $WORLD --offset 102 --limit 58 "${PAIR3[@]}" "${LONG[@]}" --out $OUT/test3/world; }
+
 report() {
-  for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/*; do
+  for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -74,7 +95,10 @@ case "${1:-all}" in
   test) lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot ;;
   dev2) lanes dev2_bridge dev2_2wiki dev2_world ;;
   test2) lanes test2_bridge test2_2wiki test2_hotpot test2_world ;;
+  dev3) lanes dev3_world_before dev3_world_after dev3_bridge_before dev3_bridge_after dev3_world_follow \
+          dev3_bridge_follow dev3_2wiki_follow ;;
+  test3) lanes test3_bridge test3_2wiki test3_hotpot test3_world ;;
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
-  *) echo "usage: $0 [dev|test|dev2|test2|report|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|report|all]" >&2; exit 2 ;;
 esac
