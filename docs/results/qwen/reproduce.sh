@@ -71,10 +71,10 @@ dev3_lane() {  # dev3_lane NAME DATASET SETTING ARGS...: the default with one op
   local name=$1 data=$2 opt=$3; shift 3
   ev --dataset "$data" --method "$D3${opt:+,$opt}" "$@" --out $OUT/dev3/$name
 }
-dev3_world_before() { dev3_lane world-before $WORLD new_docs=before --limit 20 "${LONG[@]}"; }
-dev3_world_after() { dev3_lane world-after $WORLD new_docs=after --limit 20 "${LONG[@]}"; }
-dev3_bridge_before() { dev3_lane bridge-before $BRIDGE new_docs=before --limit 20 "${QA[@]}"; }
-dev3_bridge_after() { dev3_lane bridge-after $BRIDGE new_docs=after --limit 20 "${QA[@]}"; }
+dev3_world_before() { dev3_lane world-before $WORLD new_docs=before,follow_names=false --limit 20 "${LONG[@]}"; }
+dev3_world_after() { dev3_lane world-after $WORLD new_docs=after,follow_names=false --limit 20 "${LONG[@]}"; }
+dev3_bridge_before() { dev3_lane bridge-before $BRIDGE new_docs=before,follow_names=false --limit 20 "${QA[@]}"; }
+dev3_bridge_after() { dev3_lane bridge-after $BRIDGE new_docs=after,follow_names=false --limit 20 "${QA[@]}"; }
 dev3_world_follow() { dev3_lane world-follow $WORLD follow_names=true --limit 20 "${LONG[@]}"; }
 dev3_bridge_follow() { dev3_lane bridge-follow $BRIDGE follow_names=true --limit 20 "${QA[@]}"; }
 dev3_2wiki_follow() { dev3_lane 2wiki-follow 2wikimultihopqa follow_names=true --limit 30 "${QA[@]}"; }
