@@ -26,8 +26,8 @@ class Minimal(ModelBase):
 
     name = "minimal"
 
-    def complete(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (),
-                 stop_when: StopWhen | None = None, logit_bias: Mapping[str, float] | None = None) -> Completion:  # fmt: skip
+    def complete(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (), stop_when: StopWhen | None = None,
+                 logit_bias: Mapping[str, float] | None = None) -> Completion:  # fmt: skip
         return Completion(" Paris.", (), "stop", 3, 3, 2)
 
     def count_tokens(self, text: str) -> int:
@@ -49,8 +49,8 @@ class Bare:
         self.loaded = self.closed = 0
         self.scored: list[tuple[str, str]] = []
 
-    def complete(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (),
-                 stop_when: StopWhen | None = None, logit_bias: Mapping[str, float] | None = None) -> Completion:  # fmt: skip
+    def complete(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (), stop_when: StopWhen | None = None,
+                 logit_bias: Mapping[str, float] | None = None) -> Completion:  # fmt: skip
         return Completion(" Paris.", (), "stop", 3, 3, 2)
 
     def count_tokens(self, text: str) -> int:
@@ -72,8 +72,8 @@ class Oldest:
 
     name, supports_logprobs, supports_logit_bias = "oldest", False, False
 
-    def complete(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (),
-                 stop_when: StopWhen | None = None, logit_bias: Mapping[str, float] | None = None) -> Completion:  # fmt: skip
+    def complete(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (), stop_when: StopWhen | None = None,
+                 logit_bias: Mapping[str, float] | None = None) -> Completion:  # fmt: skip
         return Completion(" Paris.", (), "stop", 3, 3, 2)
 
     def count_tokens(self, text: str) -> int:
