@@ -54,7 +54,7 @@ def test_the_layout_setting_picks_the_built_in_layout() -> None:
     chat = first_prompt("flare", layout="chatml")
     assert chat.startswith("<|im_start|>system\n") and chat.endswith("<|im_start|>assistant\n")
     lm = answers(" Gianni Versace founded it.")
-    lm.chat_template = CHATML  # type: ignore[attr-defined]  # a model that reports ChatML turns
+    lm.chat_template = CHATML  # a model that reports ChatML turns
     engine = Flare(lm, MemoryRetriever(DOCS))
     assert engine.template_for(Settings()).name == "chatml"
     assert engine.template_for(Settings(layout="plain")).name == "plain"

@@ -13,7 +13,7 @@ from flare.cli.options import flag_values, run_options, settings_from
 from flare.config import Settings
 from flare.config_file import configured_values
 from flare.engine.loop import Flare, check_question
-from flare.lm.base import LanguageModel
+from flare.lm.base import LanguageModel, declared
 from flare.lm.registry import resolve_model
 from flare.retrieve.filters import Filters
 from flare.retrieve.registry import open_retriever
@@ -79,10 +79,10 @@ def fit_to_model(settings: Settings, lm: LanguageModel, *, chosen: set[str]) -> 
     one-line error.
     """
     logprobs = lm.supports_logprobs
-    scoring = bool(getattr(lm, "supports_scoring", False))
-    can = f"token logprobs {'yes' if logprobs else 'no'}, scoring {'yes' if scoring else 'no'}"
-    how = getattr(lm, "continuation", None)
-    if isinstance(how, str):
+    model = declared(lm)
+    can = f"token logprobs {'yes' if logprobs else 'no'}, scoring {'yes' if model.supports_scoring else 'no'}"
+    how = model.continuation
+    if how is not None:
         can += f", continues the answer by {how}"
     picked = ""
     if not logprobs and settings.trigger in TOKEN_TRIGGERS and "trigger" not in chosen:

@@ -169,6 +169,7 @@ def serve(
             "pip install 'flare-rag[server]'",
         ) from None
     from flare.engine.loop import Flare
+    from flare.lm.base import declared
     from flare.lm.registry import resolve_model
     from flare.retrieve.registry import open_retriever
     from flare.server.traces import default_trace_path, open_trace_store
@@ -205,9 +206,7 @@ def serve(
     if max_parallel is not None:
         model_options["max_parallel"] = max_parallel
     lm = resolve_model(settings.model, **model_options)
-    load = getattr(lm, "load", None)
-    if callable(load):
-        load()
+    declared(lm).load()
     store = open_trace_store(trace_store or f"sqlite:{default_trace_path()}", max_traces=limits.max_traces,
                              max_age_days=limits.max_trace_age_days)  # fmt: skip
     tracer = JsonlTracer(trace_path) if trace_path else None

@@ -29,7 +29,7 @@ from flare.engine.sentences import CUT_MARK, ends_complete, lookahead_tokens
 from flare.engine.step import OMIT, Commit, Piece, Policy, RunState, StepContext, StepGen
 from flare.engine.verification import verify
 from flare.errors import InputError, ModelError
-from flare.lm.base import LanguageModel
+from flare.lm.base import LanguageModel, declared
 from flare.retrieve.base import Retriever
 from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.trace.schema import StepRecord, TraceRecord
@@ -67,7 +67,7 @@ class Flare:
         self.retriever = retriever
         self.settings = settings or Settings()
         check_method(self.settings.method)  # an unknown method fails here, not at the first answer
-        self.template = template or PromptTemplate.for_model(getattr(lm, "chat_template", None))
+        self.template = template or PromptTemplate.for_model(declared(lm).chat_template)
         # Built-in templates take the layout and exemplar style of each run's settings (see
         # template_for); a template passed in is used as is.
         self.tracer: Tracer = tracer or NullTracer()

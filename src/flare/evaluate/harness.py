@@ -49,7 +49,7 @@ from flare.evaluate.metrics import (
     yes_no,
 )
 from flare.evaluate.prompts import style_for, template_for
-from flare.lm.base import LanguageModel
+from flare.lm.base import LanguageModel, declared
 from flare.retrieve.base import Retriever
 from flare.retrieve.filters import Filters
 from flare.trace.tracers import MemoryTracer
@@ -197,7 +197,7 @@ def run_eval(
     depth = max((len(job.examples) for job in jobs), default=0)
     pending = [(job, job.examples[i], spec) for i in range(depth) for job in jobs if i < len(job.examples)
                for spec in specs if (job.dataset, spec.label, job.examples[i].id) not in done]
-    model_layout = layout_for(getattr(lm, "chat_template", None))
+    model_layout = layout_for(declared(lm).chat_template)
     ran = 0
     with path.open("a", encoding="utf-8") as fh, tqdm(total=len(pending), disable=not progress,
                                                      unit="answer", dynamic_ncols=True) as bar:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from flare.errors import ConfigError, ModelError
-from flare.lm.base import StopWhen
+from flare.lm.base import ModelBase, StopWhen
 from flare.lm.pieces import common_prefix, trim_to
 from flare.lm.stops import append_piece
 from flare.types import Completion, FinishReason, TokenLogprob
@@ -63,7 +63,7 @@ class _Cache:
     last_used: int = 0
 
 
-class HFModel:
+class HFModel(ModelBase):
     """A transformers causal LM (see the module docstring). Loads on first use or :meth:`load`.
 
     ``model`` is a directory, a cached model name or a ``.gguf`` file; ``device`` ``auto`` takes

@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flare.errors import ConfigError, ModelError
-from flare.lm.base import StopWhen
+from flare.lm.base import ModelBase, StopWhen
 from flare.lm.bundled import MODEL_HINT, default_model_path, gemma3_model_path
 from flare.lm.capi import open_library
 from flare.lm.gguf import check_model_file
@@ -85,7 +85,7 @@ class _Context:
     last_used: int = -1
 
 
-class LlamaCppModel:
+class LlamaCppModel(ModelBase):
     """A GGUF model run by llama.cpp, implementing :class:`~flare.lm.base.LanguageModel`.
 
     Construction is cheap: the file is opened on first use. ``n_ctx`` is the window of each of

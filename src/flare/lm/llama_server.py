@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from flare.errors import ConfigError, ModelError
-from flare.lm.base import StopWhen
+from flare.lm.base import ModelBase, StopWhen
 from flare.lm.gguf import check_model_file, read_metadata_string
 from flare.lm.openai_http import DEFAULT_EXTRA, OpenAIHTTPModel
 from flare.types import Completion
@@ -44,7 +44,7 @@ __all__ = ["INSTALL_HINT", "LlamaServerModel"]
 INSTALL_HINT = "pip install 'flare-rag[xllamacpp]'"
 
 
-class LlamaServerModel:
+class LlamaServerModel(ModelBase):
     """A GGUF model served by llama.cpp's server engine in-process, with ``max_parallel`` slots.
 
     Construction is cheap; the model loads on first use or :meth:`load`. ``n_ctx`` is the window

@@ -49,7 +49,7 @@ from typing import Any
 import httpx
 
 from flare.errors import ConfigError, ModelError
-from flare.lm.base import StopWhen
+from flare.lm.base import ModelBase, StopWhen
 from flare.lm.openai_logprobs import (
     SERVER_HINT,
     Piece,
@@ -76,7 +76,7 @@ DEFAULT_EXTRA: Mapping[str, Any] = {"repeat_penalty": 1.0}
 PROBE_TIMEOUT = 10.0  # reading /props is optional: a server slow to answer it is treated as silent
 
 
-class OpenAIHTTPModel:
+class OpenAIHTTPModel(ModelBase):
     """A :class:`~flare.lm.base.LanguageModel` over HTTP; construction sends no request.
 
     ``base_url`` ends in ``/v1``; ``model`` defaults to the first one ``/v1/models`` lists.

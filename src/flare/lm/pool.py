@@ -22,87 +22,50 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from flare.errors import ConfigError
-from flare.lm.base import LanguageModel, ScoringModel, StopWhen
-from flare.types import Completion
+from flare.lm.base import ForwardingLM, LanguageModel, declared
 
 __all__ = ["ModelPool"]
 
 _REMEMBERED = 2  # prompts remembered per copy: FLARE's draft and regeneration prompt families
 
 
-class ModelPool:
+class ModelPool(ForwardingLM):
     """``size`` copies of a model made by ``make``; at most one call per copy at a time.
 
-    Implements :class:`~flare.lm.base.LanguageModel` with ``max_parallel = size``. Copies are
-    made at construction (cheap for lazy backends such as llama.cpp: weights load on first use
-    or :meth:`load`).
+    Implements :class:`~flare.lm.base.LanguageModel` with ``max_parallel = size``; name, flags
+    and chat template are the first copy's. Copies are made at construction (cheap for lazy
+    backends such as llama.cpp: weights load on first use or :meth:`load`).
     """
 
     def __init__(self, make: Callable[[], LanguageModel], size: int) -> None:
         if size < 1:
             raise ConfigError(f"a model pool needs at least one copy, got {size}", "use --max-parallel 1 or more")
         self.copies = [make() for _ in range(size)]
-        first = self.copies[0]
-        self.name = first.name
+        super().__init__(self.copies[0])
         self.max_parallel = size
-        self.supports_logprobs = first.supports_logprobs
-        self.supports_logit_bias = first.supports_logit_bias
-        self.supports_scoring = bool(getattr(first, "supports_scoring", False))
         self._free = set(range(size))
         self._recent: list[deque[str]] = [deque(maxlen=_REMEMBERED) for _ in range(size)]
         self._idle_since = [0] * size
         self._clock = 0
         self._cond = threading.Condition()
 
-    @property
-    def chat_template(self) -> str | None:
-        """The model's chat template (the same for every copy)."""
-        template = getattr(self.copies[0], "chat_template", None)
-        return template if isinstance(template, str) else None
-
-    def complete(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int,
-        stop: Sequence[str] = (),
-        stop_when: StopWhen | None = None,
-        logit_bias: Mapping[str, float] | None = None,
-    ) -> Completion:
-        """Continue ``prompt`` on a free copy (see :class:`~flare.lm.base.LanguageModel`)."""
-        with self._lease(prompt) as lm:
-            return lm.complete(prompt, max_tokens=max_tokens, stop=stop, stop_when=stop_when, logit_bias=logit_bias)
-
-    def score(self, prompt: str, continuation: str) -> Completion:
-        """The copies' ``score`` (see :class:`~flare.lm.base.ScoringModel`), on a free copy."""
-        with self._lease(prompt) as lm:
-            scorer: ScoringModel = lm  # type: ignore[assignment]
-            return scorer.score(prompt, continuation)
-
-    def count_tokens(self, text: str) -> int:
-        with self._lease(None) as lm:
-            return lm.count_tokens(text)
-
     def load(self) -> None:
         """Load every copy now (fail before serving, not on the first request)."""
         for lm in self.copies:
-            load = getattr(lm, "load", None)
-            if callable(load):
-                load()
+            declared(lm).load()
 
     def close(self) -> None:
         """Close every copy that can be closed."""
         for lm in self.copies:
-            close = getattr(lm, "close", None)
-            if callable(close):
-                close()
+            declared(lm).close()
 
     @contextmanager
-    def _lease(self, prompt: str | None) -> Iterator[LanguageModel]:
+    def _using(self, prompt: str | None) -> Iterator[LanguageModel]:
+        """A free copy, the one whose recent prompts share the longest prefix with ``prompt``."""
         with self._cond:
             self._cond.wait_for(lambda: bool(self._free))
             index = max(self._free, key=lambda i: (self._shared(i, prompt), -self._idle_since[i]))

@@ -47,6 +47,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flare.engine.loop import Flare
 from flare.errors import ConfigError, FlareError
+from flare.lm.base import declared
 from flare.retrieve.base import Retriever
 from flare.server import chat, routes
 from flare.server.admission import Gate
@@ -83,9 +84,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         flare = engine if isinstance(engine, Flare) else await anyio.to_thread.run_sync(engine)
         check_principals(flare.retriever, keys)
-        load = getattr(flare.lm, "load", None)
-        if callable(load):
-            await anyio.to_thread.run_sync(load)  # fail before serving, not on the first request
+        await anyio.to_thread.run_sync(declared(flare.lm).load)  # fail before serving, not on the first request
         store = await anyio.to_thread.run_sync(_open_store, traces, limits)
         buffered = BufferedTraceStore(store, metrics)
         service = Service(flare, gate, buffered, metrics)

@@ -29,14 +29,14 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from flare.config import Settings
 from flare.engine.events import Event, Finished, SentenceAccepted
 from flare.engine.loop import Flare
-from flare.lm.base import LanguageModel, ScoringModel, StopWhen, parallel_calls
+from flare.lm.base import ForwardingLM, LanguageModel, StopWhen, parallel_calls
 from flare.retrieve.base import Retriever
 from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.server.admission import Gate
@@ -56,58 +56,36 @@ class Cancelled(BaseException):
     """The client went away: stop generating (a BaseException so no handler swallows it)."""
 
 
-class SharedLM:
+class SharedLM(ForwardingLM):
     """One model shared by all answers: at most ``slots`` calls at once; a cancelled run stops."""
 
     def __init__(self, lm: LanguageModel, slots: threading.Semaphore, cancel: threading.Event) -> None:
-        self.lm, self._slots, self._cancel = lm, slots, cancel
-        self.name = lm.name
-        self.supports_logprobs = lm.supports_logprobs
-        self.supports_logit_bias = lm.supports_logit_bias
-        self.supports_scoring = bool(getattr(lm, "supports_scoring", False))
-
-    def complete(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int,
-        stop: Sequence[str] = (),
-        stop_when: StopWhen | None = None,
-        logit_bias: Mapping[str, float] | None = None,
-    ) -> Completion:
-        def until(text: str) -> bool:
-            return self._cancel.is_set() or (stop_when is not None and stop_when(text))
-
-        with self._held():
-            result = self.lm.complete(prompt, max_tokens=max_tokens, stop=stop, stop_when=until, logit_bias=logit_bias)
-        if self._cancel.is_set():
-            raise Cancelled  # the completion may have been cut short: it must not be used
-        return result
-
-    def score(self, prompt: str, continuation: str) -> Completion:
-        """The backend's ``score`` (see :class:`~flare.lm.base.ScoringModel`), in a slot like ``complete``."""
-        scorer: ScoringModel = self.lm  # type: ignore[assignment]
-        with self._held():
-            result = scorer.score(prompt, continuation)
-        if self._cancel.is_set():
-            raise Cancelled
-        return result
-
-    def count_tokens(self, text: str) -> int:
-        with self._held():
-            return self.lm.count_tokens(text)
+        super().__init__(lm)
+        self._slots, self._cancel = slots, cancel
 
     @contextlib.contextmanager
-    def _held(self) -> Iterator[None]:
+    def _using(self, prompt: str | None) -> Iterator[LanguageModel]:
+        """The model, in a slot (waiting for one stops when the run is cancelled)."""
         while not self._slots.acquire(timeout=_POLL):
             if self._cancel.is_set():
                 raise Cancelled
         try:
             if self._cancel.is_set():
                 raise Cancelled
-            yield
+            yield self.inner
         finally:
             self._slots.release()
+
+    def _stop_when(self, stop_when: StopWhen | None) -> StopWhen:
+        def until(text: str) -> bool:
+            return self._cancel.is_set() or (stop_when is not None and stop_when(text))
+
+        return until
+
+    def _done(self, c: Completion, *, scored: bool) -> Completion:
+        if self._cancel.is_set():
+            raise Cancelled  # the completion may have been cut short: it must not be used
+        return c
 
 
 class SharedRetriever:

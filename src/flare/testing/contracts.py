@@ -16,7 +16,8 @@ runs against your backend::
             return lambda passages: build_my_index(passages, tmp_path_factory.mktemp("ix"))
 
 The suites check behaviour a caller relies on, never a backend's internals: greedy determinism,
-tokens that spell the text, stop handling, and for retrievers filters and permissions applied
+tokens that spell the text, stop handling, declared capabilities (a ``score`` that spells its
+continuation where ``supports_scoring`` says so), and for retrievers filters and permissions applied
 *inside* the search (a passage that would rank first but fails the filter must neither appear nor
 push a permitted passage out of the top k, requirement C1).
 """
@@ -30,7 +31,7 @@ from typing import ClassVar
 import pytest
 
 from flare.errors import FilterError
-from flare.lm.base import LanguageModel
+from flare.lm.base import LanguageModel, declared
 from flare.retrieve.base import Retriever
 from flare.retrieve.filters import NO_FILTERS, Condition, Filters
 from flare.types import Completion, Passage
@@ -68,6 +69,18 @@ class LanguageModelContract:
         assert isinstance(lm.name, str) and lm.name
         assert isinstance(lm.supports_logprobs, bool)
         assert isinstance(lm.supports_logit_bias, bool)
+
+    def test_declares_its_capabilities(self, lm: LanguageModel) -> None:
+        model = declared(lm)
+        assert isinstance(model.supports_scoring, bool)
+        assert model.chat_template is None or isinstance(model.chat_template, str)
+        assert model.continuation is None or isinstance(model.continuation, str)
+        assert isinstance(model.max_parallel, int) and model.max_parallel >= 1
+        if model.supports_scoring:
+            c = model.score(self.prompts[0], " Paris is the capital.")
+            assert c.text == " Paris is the capital." and c.generated_tokens == 0
+            if lm.supports_logprobs:
+                assert "".join(t.text for t in c.tokens) == c.text
 
     def test_greedy_and_repeatable(self, lm: LanguageModel) -> None:
         for prompt in self.prompts:

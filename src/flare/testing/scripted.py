@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from flare.lm.base import StopWhen
+from flare.lm.base import ModelBase, StopWhen
 from flare.lm.stops import append_piece
 from flare.text import HAN
 from flare.types import Completion, FinishReason, TokenLogprob
@@ -67,7 +67,7 @@ class ScriptedCall:
     completion: Completion = field(repr=False)
 
 
-class ScriptedLM:
+class ScriptedLM(ModelBase):
     """A fake language model that answers prompts from a list of rules.
 
     Each rule is ``(match, response)``: ``match`` is a substring of the prompt or a predicate
@@ -85,8 +85,11 @@ class ScriptedLM:
 
     ``supports_logprobs=False`` imitates a backend without probabilities: completions then carry
     no tokens, only text. Every prompt is appended to :attr:`calls`, and every call with all of
-    its arguments to :attr:`requests`.
+    its arguments to :attr:`requests`. ``chat_template`` is None (plain prompts); set it to a
+    template with ChatML in it to make the engine write ChatML turns.
     """
+
+    chat_template: str | None = None
 
     def __init__(
         self,
