@@ -198,7 +198,8 @@ def follow_names(ctx: StepContext) -> Generator[Event, None, list[Passage]]:
     already in the prompt; what is found joins every later draft's documents.
     """
     run = ctx.run
-    if run.sentences and ctx.retrievals_left > 0:
+    if len(run.sentences) > run.followed_upto and ctx.retrievals_left > 0:
+        run.followed_upto = len(run.sentences)  # a step that added no sentence searches nothing again
         last = run.sentences[-1].text
         known = content_words(" ".join([run.question, *(x.text for x in run.sentences[:-1])]))
         lacking = content_words(run.question) - content_words(last)

@@ -91,6 +91,7 @@ class RunState:
     said: list[str] = field(default_factory=list)  # every sentence in the prompt: accepted and rejected
     first_docs: list[Passage] = field(default_factory=list)
     followed: list[Passage] = field(default_factory=list)  # found for names the answer brought in
+    followed_upto: int = 0  # sentences whose names have been searched for
     retrievals: int = 0
     output_tokens: int = 0
     caps_hit: list[str] = field(default_factory=list)
