@@ -165,7 +165,7 @@ class StepContext:
         follow-up turn after the answer so far (:meth:`PromptTemplate.render_followup`).
         """
         s = self.run.settings
-        if new and s.new_docs == "after":
+        if self._follow_up(new):
             prompt = self.template.render_followup(docs, new, self.run.question, self.run.answer_so_far)
         else:
             prompt = self.template.render([*docs, *new], self.run.question, self.run.answer_so_far)
@@ -181,6 +181,10 @@ class StepContext:
 
         return self.lm.complete(prompt, max_tokens=max(budget, 1), stop=self.template.stop, stop_when=stop_when)
 
+    def _follow_up(self, new: Sequence[Passage]) -> bool:
+        """Do ``new`` passages go in a follow-up turn (``new_docs=after``) rather than before the question?"""
+        return bool(new) and self.run.settings.new_docs == "after"
+
     def generate(self, docs: Sequence[Passage], stage: str, *, new: Sequence[Passage] = ()) -> Piece:
         """The next sentence written from ``docs`` (and ``new``, see :meth:`complete`); ``stage``
         names its timing in the trace.
@@ -190,7 +194,7 @@ class StepContext:
         """
         t0 = time.perf_counter()
         piece = first_piece(self.complete(docs, new=new))
-        if new and self.run.settings.new_docs == "after":
+        if self._follow_up(new):
             # The follow-up turn is asked for one sentence: its end is that turn's, not the
             # answer's. The next draft, from the answer's own prompt, says whether it goes on.
             piece = replace(piece, model_done=False)
