@@ -8,6 +8,8 @@
 #   bash docs/results/qwen/reproduce.sh test2     # round 2: held-out lanes
 #   bash docs/results/qwen/reproduce.sh dev3      # round 3: development (new_docs, follow_names)
 #   bash docs/results/qwen/reproduce.sh test3     # round 3: held-out lanes
+#   bash docs/results/qwen/reproduce.sh dev4      # round 4: development (followed passages state the name)
+#   bash docs/results/qwen/reproduce.sh test4     # round 4: held-out lanes (2Wiki 300-399, a second world)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
 # Resumable: every lane appends finished answers to its own results.jsonl and a rerun skips them.
@@ -84,8 +86,25 @@ test3_2wiki() { ev --dataset 2wikimultihopqa --offset 200 --limit 100 "${PAIR3[@
 test3_hotpot() { ev --dataset hotpotqa --offset 200 --limit 100 "${PAIR3[@]}" "${QA[@]}" --out $OUT/test3/hotpotqa; }
 test3_world() { ev --dataset $WORLD --offset 102 --limit 58 "${PAIR3[@]}" "${LONG[@]}" --out $OUT/test3/world; }
 
+# -- round 4 (PROTOCOL.md, "Round 4"): followed passages must state the name ------------------------
+WORLD1=docs/results/world/data/world-s1
+BRIDGE1=docs/results/world/data/world-s1-bridge
+world_s1() {  # the second fictional world (seed 1), long form and bridge questions
+  [[ -f $WORLD1/questions.jsonl ]] || .venv/bin/python -m flare.evaluate.world --out $WORLD1 --seed 1
+  [[ -f $BRIDGE1/questions.jsonl ]] || .venv/bin/python -m flare.evaluate.world --out $BRIDGE1 --seed 1 --kind bridge
+}
+D4=flare:trigger=support,verify=flag,follow_names=true
+dev4_world() { ev --dataset $WORLD --limit 20 --method "$D4" "${LONG[@]}" --out $OUT/dev4/world; }
+dev4_bridge() { ev --dataset $BRIDGE --limit 20 --method "$D4" "${QA[@]}" --out $OUT/dev4/bridge; }
+dev4_2wiki() { ev --dataset 2wikimultihopqa --limit 30 --method "$D4" "${QA[@]}" --out $OUT/dev4/2wiki; }
+PAIR4=(--method single --method "$D4")
+test4_2wiki() { ev --dataset 2wikimultihopqa --offset 300 --limit 100 "${PAIR4[@]}" "${QA[@]}" --out $OUT/test4/2wiki; }
+test4_world() { ev --dataset $WORLD1 --offset 40 --limit 60 "${PAIR4[@]}" "${LONG[@]}" --out $OUT/test4/world-s1; }
+test4_bridge() { ev --dataset $BRIDGE1 --offset 40 --limit 60 "${PAIR4[@]}" "${QA[@]}" --out $OUT/test4/bridge-s1; }
+test4_world_then_bridge() { test4_world; test4_bridge; }
+
 report() {
-  for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/*; do
+  for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -98,7 +117,9 @@ case "${1:-all}" in
   dev3) lanes dev3_world_before dev3_world_after dev3_bridge_before dev3_bridge_after dev3_world_follow \
           dev3_bridge_follow dev3_2wiki_follow ;;
   test3) lanes test3_bridge test3_2wiki test3_hotpot test3_world ;;
+  dev4) lanes dev4_2wiki dev4_world dev4_bridge ;;
+  test4) world_s1; lanes test4_2wiki test4_world_then_bridge ;;
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
-  *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|report|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|dev4|test4|report|all]" >&2; exit 2 ;;
 esac
