@@ -195,10 +195,7 @@ def follow_names(ctx: StepContext) -> Generator[Event, None, list[Passage]]:
     the named one's own passage, which holds the next hop (where she died). Each new name of the
     last sentence (at most :data:`MAX_HOPS`, none the question says) is searched with the
     question's words that sentence lacks ("Aretha Franklin place death"), past the passages
-    already in the prompt; what is found joins every later draft's documents. Only passages that
-    state the name are kept: those the question's words alone found ("place", "death") would put
-    someone else's facts before every later draft, and each passage added costs a new
-    evaluation of the prompt after it.
+    already in the prompt; what is found joins every later draft's documents.
     """
     run = ctx.run
     if len(run.sentences) > run.followed_upto and ctx.retrievals_left > 0:
@@ -207,17 +204,12 @@ def follow_names(ctx: StepContext) -> Generator[Event, None, list[Passage]]:
         known = content_words(" ".join([run.question, *(x.text for x in run.sentences[:-1])]))
         lacking = content_words(run.question) - content_words(last)
         rest = [w for w in words(run.question) if fold(w) in lacking]
-        names = [n for n in names_in(last) if content_words(n) and not content_words(n) & known][:MAX_HOPS]
-        named = {join_words([n, *rest]): content_words(n) for n in names}
-        queries = list(named)[: ctx.retrievals_left]
+        names = [n for n in names_in(last) if not content_words(n) & known][:MAX_HOPS]
+        queries = [join_words([n, *rest]) for n in names][: ctx.retrievals_left]
         if queries:
             yield Searching(ctx.index, len(queries))
             seen = {d.id for d in [*run.first_docs, *run.followed]}
-
-            def states(query: str, p: Passage) -> bool:
-                return named[query] <= content_words(f"{p.title} {p.text}")
-
-            run.followed.extend(h.passage for h in ctx.search(queries, exclude=seen, keep=states))
+            run.followed.extend(h.passage for h in ctx.search(queries, exclude=seen))
     return run.followed
 
 

@@ -10,7 +10,7 @@ change. The built-in policies live in :mod:`flare.engine.policies` and
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Generator, Sequence
+from collections.abc import Collection, Generator, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
@@ -251,22 +251,19 @@ class StepContext:
         verdict = check_support(query, docs)
         return 1.0 if verdict.label == "no_claims" else verdict.coverage
 
-    def search(self, queries: Sequence[str], *, exclude: Collection[str] = (),
-               keep: Callable[[str, Passage], bool] | None = None) -> list[Hit]:  # fmt: skip
+    def search(self, queries: Sequence[str], *, exclude: Collection[str] = ()) -> list[Hit]:
         """Search every query under the run's filters and interleave the rankings.
 
         Each query counts as one retrieval. Passages whose ids are in ``exclude`` (those a draft
-        was already written from) are skipped, so the ``k`` hits are new ones; so are those
-        ``keep(query, passage)`` refuses. A hit that fails the filters (a retriever bug) is never
-        passed on: the run fails loudly instead.
+        was already written from) are skipped, so the ``k`` hits are new ones. A hit that fails
+        the filters (a retriever bug) is never passed on: the run fails loudly instead.
         """
         run = self.run
         t0 = time.perf_counter()
         rankings = []
         for q in queries:
             found = self.retriever.search(q, k=run.settings.k + len(exclude), filters=run.filters)
-            hits = [h for h in found if h.passage.id not in exclude and (keep is None or keep(q, h.passage))]
-            hits = hits[: run.settings.k]
+            hits = [h for h in found if h.passage.id not in exclude][: run.settings.k]
             for h in hits:
                 if not run.filters.matches(h.passage.meta):
                     raise RetrieverError(
