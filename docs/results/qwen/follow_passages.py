@@ -4,44 +4,41 @@ For each method: prompt tokens evaluated, output tokens, LM calls and seconds pe
 least-squares split of the seconds over those three. For the default: the passages `follow_names`
 added (the retrieved ids of accepted drafts' steps, which search for nothing else), how many of
 them state the name searched for (every content word of the query that the question lacks is in
-the passage's title or text), and how many the answer cited.
+the title or text of the document the passage came from), and how many the answer cited.
 
     python docs/results/qwen/follow_passages.py docs/results/qwen/test3/*/results.jsonl
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from flare.evaluate.datasets import doc_id
+from flare.evaluate.harness import read_results
+from flare.retrieve.corpus import read_documents
 from flare.text import content_words
 
-CORPORA = [
-    "docs/results/world/data/world/corpus.jsonl",
-    "docs/results/world/data/world-s1/corpus.jsonl",
-    "../shared/data/2wikimultihopqa/corpus.jsonl",
-    "../shared/data/hotpotqa/corpus.jsonl",
-]
+# Where a results record's dataset (its ``dataset`` field) keeps its corpus.jsonl. The two worlds
+# number their passages alike (wp0000, ...), so each file is read against its own corpus.
+FOLDERS = [Path("docs/results/world/data"), Path("../shared/data")]
 
 
-def passages() -> dict[str, set[str]]:
-    """Content words of every passage, by id (a chunk id ``X#n`` reads its passage ``X``)."""
-    out: dict[str, set[str]] = {}
-    for path in map(Path, CORPORA):
-        if path.exists():
-            for line in path.read_text("utf-8").splitlines():
-                d = json.loads(line)
-                out.setdefault(d["id"], content_words(f"{d.get('title', '')} {d['text']}"))
-    return out
+@functools.cache
+def passages(dataset: str) -> dict[str, set[str]]:
+    """Content words of every document of ``dataset``'s corpus, by id."""
+    for corpus in (folder / dataset / "corpus.jsonl" for folder in FOLDERS):
+        if corpus.exists():
+            return {d.id: content_words(f"{d.title} {d.text}") for d in read_documents(corpus)}
+    raise SystemExit(f"no corpus.jsonl for dataset {dataset!r} under {', '.join(map(str, FOLDERS))}")
 
 
-def report(path: str, words: dict[str, set[str]]) -> None:
-    rows: list[dict[str, Any]] = [json.loads(line) for line in Path(path).read_text("utf-8").splitlines()]
+def report(path: str) -> None:
+    rows = read_results(Path(path))
     x, y = [], []
     for method in sorted({r["method"] for r in rows}):
         got = [r for r in rows if r["method"] == method and r["trace"]]
@@ -55,14 +52,14 @@ def report(path: str, words: dict[str, set[str]]) -> None:
             continue
         c: Counter[str] = Counter()
         for r in got:
-            asked = content_words(r["question"])
+            asked, words = content_words(r["question"]), passages(r["dataset"])
             cited = {s["id"] for s in r["trace"]["sources"]}
             for step in r["trace"]["steps"]:
                 if step["kind"] != "draft" or step["decision"] != "accept" or not step["queries"]:
                     continue
                 name = {w for q in step["queries"] for w in content_words(q)} - asked
                 for hit in step["retrieved"]:
-                    states = name <= words.get(hit["id"].split("#")[0], set())
+                    states = name <= words.get(doc_id(hit["id"]), set())
                     c["added"] += 1
                     c["state the name"] += states
                     c["cited"] += hit["id"] in cited
@@ -74,6 +71,5 @@ def report(path: str, words: dict[str, set[str]]) -> None:
 
 
 if __name__ == "__main__":
-    corpus = passages()
     for arg in sys.argv[1:]:
-        report(arg, corpus)
+        report(arg)
