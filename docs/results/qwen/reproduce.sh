@@ -8,7 +8,7 @@
 #   bash docs/results/qwen/reproduce.sh test2     # round 2: held-out lanes
 #   bash docs/results/qwen/reproduce.sh dev3      # round 3: development (new_docs, follow_names)
 #   bash docs/results/qwen/reproduce.sh test3     # round 3: held-out lanes
-#   bash docs/results/qwen/reproduce.sh dev4      # round 4: development (followed passages state the name)
+#   bash docs/results/qwen/reproduce.sh dev4      # round 4: development (at 0e21d44: the name filter)
 #   bash docs/results/qwen/reproduce.sh test4     # round 4: held-out lanes (2Wiki 300-399, a second world)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -86,13 +86,12 @@ test3_2wiki() { ev --dataset 2wikimultihopqa --offset 200 --limit 100 "${PAIR3[@
 test3_hotpot() { ev --dataset hotpotqa --offset 200 --limit 100 "${PAIR3[@]}" "${QA[@]}" --out $OUT/test3/hotpotqa; }
 test3_world() { ev --dataset $WORLD --offset 102 --limit 58 "${PAIR3[@]}" "${LONG[@]}" --out $OUT/test3/world; }
 
-# -- round 4 (PROTOCOL.md, "Round 4"): followed passages must state the name ------------------------
+# -- round 4 (PROTOCOL.md, "Round 4"): a name filter on followed passages (rejected), a second world --
+# dev4/ ran at commit 0e21d44, with the filter (`git checkout 0e21d44` to redo it); this code,
+# where it is reverted, gives round 3's default. The second world (seed 1) is committed; its
+# folders' README.md give the generator's command.
 WORLD1=docs/results/world/data/world-s1
 BRIDGE1=docs/results/world/data/world-s1-bridge
-world_s1() {  # the second fictional world (seed 1), long form and bridge questions
-  [[ -f $WORLD1/questions.jsonl ]] || .venv/bin/python -m flare.evaluate.world --out $WORLD1 --seed 1
-  [[ -f $BRIDGE1/questions.jsonl ]] || .venv/bin/python -m flare.evaluate.world --out $BRIDGE1 --seed 1 --kind bridge
-}
 D4=flare:trigger=support,verify=flag,follow_names=true
 dev4_world() { ev --dataset $WORLD --limit 20 --method "$D4" "${LONG[@]}" --out $OUT/dev4/world; }
 dev4_bridge() { ev --dataset $BRIDGE --limit 20 --method "$D4" "${QA[@]}" --out $OUT/dev4/bridge; }
@@ -118,7 +117,7 @@ case "${1:-all}" in
           dev3_bridge_follow dev3_2wiki_follow ;;
   test3) lanes test3_bridge test3_2wiki test3_hotpot test3_world ;;
   dev4) lanes dev4_2wiki dev4_world dev4_bridge ;;
-  test4) world_s1; lanes test4_2wiki test4_world_then_bridge ;;
+  test4) lanes test4_2wiki test4_world_then_bridge ;;
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
   *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|dev4|test4|report|all]" >&2; exit 2 ;;
