@@ -206,6 +206,27 @@ def test_reuse_gives_bit_identical_results_to_a_cold_model(make_llama: MakeLlama
 
 
 @pytest.mark.model
+def test_reset_cache_keeps_only_the_shared_header(make_llama: MakeLlama) -> None:
+    lm = make_llama(n_ctx=1024)
+    draft, regen = flare_prompts(" Paris.")
+    for prompt in (draft, regen):
+        lm.complete(prompt, max_tokens=4)
+    again = lm.complete(regen, max_tokens=4)
+    assert again.prompt_tokens_evaluated == 0  # the same prompt again: nothing to evaluate
+
+    lm.reset_cache(HEADER)
+    after = lm.complete(regen, max_tokens=4)
+    # Everything after the header is evaluated anew (the last header token may be too, where
+    # the header alone tokenizes differently at its end); the result is the same.
+    header = lm.count_tokens(HEADER)
+    assert after.prompt_tokens - header <= after.prompt_tokens_evaluated <= after.prompt_tokens - header + 2
+    assert (after.text, after.tokens) == (again.text, again.tokens)
+
+    lm.reset_cache()
+    assert lm.complete(regen, max_tokens=4).prompt_tokens_evaluated == after.prompt_tokens
+
+
+@pytest.mark.model
 def test_accepted_text_is_evaluated_again_in_one_batch(make_llama: MakeLlama) -> None:
     lm = make_llama(n_contexts=1)
     first = lm.complete(STORY, max_tokens=12)

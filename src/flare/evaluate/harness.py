@@ -18,6 +18,11 @@ format more than facts. The method's own text (``prediction``), the forced endin
 whether the method wrote the cue itself (``answer_cue``) are all kept; the forcing call is not
 counted in ``lm_calls`` or ``seconds`` (it costs the same for every method) but in
 ``forced_seconds``.
+
+Timing is fair between methods: before every answer the model's prompt cache is cut back to the
+prompt header (:meth:`~flare.lm.base.ModelBase.reset_cache`), as a server that has answered
+other questions holds it, so no method reuses the documents another method's answer to the same
+question left there.
 """
 
 from __future__ import annotations
@@ -197,7 +202,8 @@ def run_eval(
     depth = max((len(job.examples) for job in jobs), default=0)
     pending = [(job, job.examples[i], spec) for i in range(depth) for job in jobs if i < len(job.examples)
                for spec in specs if (job.dataset, spec.label, job.examples[i].id) not in done]
-    model_layout = layout_for(declared(lm).chat_template)
+    cached = declared(lm)
+    model_layout = layout_for(cached.chat_template)
     ran = 0
     with path.open("a", encoding="utf-8") as fh, tqdm(total=len(pending), disable=not progress,
                                                      unit="answer", dynamic_ncols=True) as bar:
@@ -215,6 +221,10 @@ def run_eval(
             else:
                 template = template_for(job.dataset, layout=chosen, style=style)
             engine = Flare(lm, job.retriever, settings, template=template)
+            # Every answer starts from the same cache: the prompt header, nothing of the question.
+            # Without this a method would reuse the question's documents that the method before
+            # it evaluated, and be timed as if they were free.
+            cached.reset_cache(template.header + template.turn_open)
             rec = answer_one(job, ex, spec.label, engine, settings, force=force)
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
             fh.flush()

@@ -165,6 +165,16 @@ class ModelBase(ABC):
         """Free what the model holds (files, connections, threads); a no-op by default."""
         return None
 
+    def reset_cache(self, keep: str = "") -> None:
+        """Forget cached prompts but the part they share with ``keep``; a no-op by default.
+
+        A backend that reuses a cached prompt prefix (llama.cpp in-process, transformers) starts
+        its next call as if only ``keep`` had been evaluated before: ``flare eval`` calls it
+        with the prompt header before every answer, so no method is timed with a prefix that
+        another method's answer to the same question left in the cache.
+        """
+        return None
+
 
 def declared(lm: LanguageModel) -> ModelBase:
     """``lm`` with every capability declared: itself if it derives from :class:`ModelBase`, else a
@@ -255,6 +265,11 @@ class ForwardingLM(ModelBase):
 
     def close(self) -> None:
         _call_optional(self.inner, "close")
+
+    def reset_cache(self, keep: str = "") -> None:
+        fn = _optional(self.inner, "reset_cache")
+        if callable(fn):
+            fn(keep)
 
     @contextmanager
     def _using(self, prompt: str | None) -> Iterator[LanguageModel]:

@@ -290,8 +290,9 @@ class HFModel(ModelBase):
             self._load()
             return len(self._tok(text, add_special_tokens=False)["input_ids"])
 
-    def reset_cache(self) -> None:
-        """Forget every cached prompt (the next call evaluates its prompt in full)."""
+    def reset_cache(self, keep: str = "") -> None:
+        """Forget every cached prompt (the next call evaluates its prompt in full); ``keep`` is
+        not kept apart: these caches are whole prompts, not a prefix that can be cut."""
         with self._lock:
             self._caches = []
 

@@ -165,12 +165,17 @@ class LlamaCppModel(ModelBase):
         with self._lock:
             return len(self._tokenize(text, add_special=False))
 
-    def reset_cache(self) -> None:
-        """Forget every cached prefix (the next call evaluates its whole prompt)."""
+    def reset_cache(self, keep: str = "") -> None:
+        """Forget every cached prefix but the tokens it shares with ``keep`` (default: all of it).
+
+        ``reset_cache(header)`` leaves each context as if only the prompt header had been
+        evaluated, so the next call evaluates everything after it: a fair start for timing.
+        """
         with self._lock:
+            ids = self._tokenize(keep, add_special=True) if keep and self._contexts else []
             for c in self._contexts:
-                self._truncate(c, 0)
-                c.prompt_len, c.prompt_logits = 0, None
+                n = self._truncate(c, common_prefix(c.tokens[: c.prompt_len], ids))
+                c.prompt_len, c.prompt_logits = n, None
 
     def close(self) -> None:
         """Free the contexts and the weights now (a later call loads them again)."""
