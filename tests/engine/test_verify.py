@@ -472,3 +472,44 @@ def test_follow_names_looks_up_the_name_a_backed_sentence_brings_in(follow: bool
     assert query.startswith("Mara Ulvin ") and "die" in query.split() and "Kettle" not in query
     assert [r.id for r in steps[1].retrieved] == ["p1"]
     assert answer.sentences[1].citations and not answer.sentences[1].flagged
+
+
+@pytest.mark.parametrize("follow_k", [1, 2])
+def test_follow_k_reads_the_best_passages_of_each_name(follow_k: int) -> None:
+    # The name's search finds two passages (her own ranks first): follow_k says how many join
+    # the next draft's prompt.
+    noise = Passage("q1", "Mara Ulvin fans meet every spring.", "Mara Ulvin fans")
+    question = "Where did the performer of the song Blue Kettle die?"
+    first, second = " The performer of Blue Kettle was Mara Ulvin.", " Mara Ulvin died in Korsk."
+    lm = ScriptedLM([(lambda p: p.rstrip().endswith("Korsk."), [])])
+    lm.add(lambda p: p.rstrip().endswith("Ulvin."), says(second))
+    lm.add(lambda p: not _tail(p).strip(), says(first))
+    flare, tracer = run(lm, retriever=MemoryRetriever([*SONG, noise]), trigger="support", k=2, verify="flag",
+                        follow_k=follow_k)  # fmt: skip
+    flare.answer(question)
+    followed = [r.id for r in tracer.traces[0].steps[1].retrieved]
+    assert len(followed) == follow_k and followed == ["p1", "q1"][:follow_k]
+    draft_prompt = next(p for p in lm.calls if p.rstrip().endswith("Ulvin."))
+    for passage in (SONG[2], noise):  # in the next draft's prompt exactly when it was read
+        assert (passage.text in draft_prompt) == (passage.id in followed)
+
+
+def test_a_draft_backed_by_a_passage_the_answer_cites_needs_no_search() -> None:
+    # The second sentence's rewrite read Mara Ulvin's passage, which later drafts do not get;
+    # "So the answer is Korsk." restates it and is backed by the passage it cites: no search.
+    question = "Where did the performer of the song Blue Kettle die?"
+    first, second = " The performer of Blue Kettle was Mara Ulvin.", " Mara Ulvin died in Korsk."
+    lm = ScriptedLM([(lambda p: p.rstrip().endswith("answer is Korsk."), [])])
+    lm.add(lambda p: p.rstrip().endswith("died in Korsk."), says(" So the answer is Korsk."))
+    lm.add(lambda p: p.rstrip().endswith("Ulvin."), says(second))
+    lm.add(lambda p: not _tail(p).strip(), says(first))
+    flare, tracer = run(lm, retriever=MemoryRetriever(SONG), trigger="support", k=2, verify="flag",
+                        follow_names=False)  # fmt: skip
+    answer = flare.answer(question)
+    steps = tracer.traces[0].steps
+    assert [s.text for s in answer.sentences] == [first.strip(), second.strip(), "So the answer is Korsk."]
+    assert steps[1].decision == "retrieve" and [r.id for r in steps[1].retrieved] == ["p1"]
+    assert steps[2].decision == "accept" and not steps[2].queries and "p1" in steps[2].evidence
+    korsk = {c.passage_id: c.n for c in answer.sources}["p1"]
+    assert answer.sentences[1].citations == answer.sentences[2].citations == (korsk,)
+    assert not answer.sentences[2].flagged and answer.retrievals == 2

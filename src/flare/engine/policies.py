@@ -100,13 +100,15 @@ class FlareDirect:
         rec.low_tokens = [(t, round(p, 4)) for t, p in verdict.low_tokens]
         rec.threshold = verdict.threshold
         if by_support:
-            # Evidence, not confidence (C6): keep a draft its documents back; otherwise search
-            # without the names and numbers they do not back (the likely guesses). Unbacked
-            # common words stay: they say what the missing fact is about ("lamp", "burned").
-            support = ctx.check(piece, base)
+            # Evidence, not confidence (C6): keep a draft its documents (or the passages the
+            # answer cites) back; otherwise search without the names and numbers they do not
+            # back (the likely guesses). Unbacked common words stay: they say what the missing
+            # fact is about ("lamp", "burned").
+            evidence = ctx.with_cited(base)
+            support = ctx.check(piece, evidence)
             if support.passes:
                 rec.decision = "accept"
-                return Commit(piece, base, support=support)
+                return Commit(piece, evidence, support=support)
             rec.draft_rejected()
             unbacked = _unbacked(support)
         else:
@@ -131,7 +133,7 @@ class FlareDirect:
         yield Searching(ctx.index, len(queries))
         # The support trigger's draft was written from ``base`` and they do not back it: search
         # for other passages. Finding none, it keeps the draft (the same prompt would write it).
-        seen = {d.id for d in base} if by_support else set()
+        seen = {d.id for d in ctx.with_cited(base)} if by_support else set()
         hits = ctx.search(queries, exclude=seen)
         if not hits and ctx.retrievals_left > 0 and not s.query_with_question:
             # A masked draft can be all filler ("village is in the region of"): before giving
@@ -195,7 +197,8 @@ def follow_names(ctx: StepContext) -> Generator[Event, None, list[Passage]]:
     the named one's own passage, which holds the next hop (where she died). Each new name of the
     last sentence (at most :data:`MAX_HOPS`, none the question says) is searched with the
     question's words that sentence lacks ("Aretha Franklin place death"), past the passages
-    already in the prompt; what is found joins every later draft's documents.
+    already in the prompt; the best ``follow_k`` passages of each join every later draft's
+    documents.
     """
     run = ctx.run
     if len(run.sentences) > run.followed_upto and ctx.retrievals_left > 0:
@@ -209,7 +212,7 @@ def follow_names(ctx: StepContext) -> Generator[Event, None, list[Passage]]:
         if queries:
             yield Searching(ctx.index, len(queries))
             seen = {d.id for d in [*run.first_docs, *run.followed]}
-            run.followed.extend(h.passage for h in ctx.search(queries, exclude=seen))
+            run.followed.extend(h.passage for h in ctx.search(queries, exclude=seen, k=ctx.settings.follow_k))
     return run.followed
 
 

@@ -251,19 +251,21 @@ class StepContext:
         verdict = check_support(query, docs)
         return 1.0 if verdict.label == "no_claims" else verdict.coverage
 
-    def search(self, queries: Sequence[str], *, exclude: Collection[str] = ()) -> list[Hit]:
+    def search(self, queries: Sequence[str], *, exclude: Collection[str] = (), k: int | None = None) -> list[Hit]:
         """Search every query under the run's filters and interleave the rankings.
 
-        Each query counts as one retrieval. Passages whose ids are in ``exclude`` (those a draft
-        was already written from) are skipped, so the ``k`` hits are new ones. A hit that fails
-        the filters (a retriever bug) is never passed on: the run fails loudly instead.
+        Each query counts as one retrieval and gives the settings' ``k`` hits in all, or ``k``
+        each when given. Passages whose ids are in ``exclude`` (those a draft was already written
+        from) are skipped, so the hits are new ones. A hit that fails the filters (a retriever
+        bug) is never passed on: the run fails loudly instead.
         """
         run = self.run
         t0 = time.perf_counter()
+        each = k or run.settings.k
         rankings = []
         for q in queries:
-            found = self.retriever.search(q, k=run.settings.k + len(exclude), filters=run.filters)
-            hits = [h for h in found if h.passage.id not in exclude][: run.settings.k]
+            found = self.retriever.search(q, k=each + len(exclude), filters=run.filters)
+            hits = [h for h in found if h.passage.id not in exclude][:each]
             for h in hits:
                 if not run.filters.matches(h.passage.meta):
                     raise RetrieverError(
@@ -273,7 +275,7 @@ class StepContext:
                     )
             rankings.append(hits)
             run.retrievals += 1
-        merged = interleave(rankings, run.settings.k)
+        merged = interleave(rankings, run.settings.k if k is None else k * len(queries))
         self.record.queries.extend(queries)
         self.record.retrieved.extend(
             RetrievedRecord(
@@ -288,6 +290,17 @@ class StepContext:
             self.record.timings.get("retrieve", 0.0) + time.perf_counter() - t0, 4
         )
         return merged
+
+    def with_cited(self, docs: Sequence[Passage]) -> list[Passage]:
+        """``docs``, then the passages the answer already cites that ``docs`` lack.
+
+        A sentence is checked against both: one that restates or sums up earlier sentences ("So
+        the answer is ...") is backed by the passages they cite, and needs no search to find
+        them again. Every one of them was retrieved under the run's filters.
+        """
+        have = {d.id for d in docs}
+        cited = [Passage(c.passage_id, c.text, c.title) for c in self.run.sources.values() if c.passage_id not in have]
+        return [*docs, *cited]
 
     @property
     def retrievals_left(self) -> int:

@@ -28,7 +28,8 @@ def verify(ctx: StepContext, commit: Commit) -> Generator[Event, None, Commit | 
     """The commit to accept (its ``support`` set), or None when the sentence must be dropped."""
     s, rec = ctx.settings, ctx.record
     if commit.support is None:
-        commit = replace(commit, support=ctx.check(commit.piece, commit.docs))
+        docs = ctx.with_cited(commit.docs)
+        commit = replace(commit, docs=docs, support=ctx.check(commit.piece, docs))
     assert commit.support is not None
     if commit.support.passes:
         rec.verify = "pass"
