@@ -10,6 +10,8 @@
 #   bash docs/results/qwen/reproduce.sh test3     # round 3: held-out lanes
 #   bash docs/results/qwen/reproduce.sh dev4      # round 4: development (at 0e21d44: the name filter)
 #   bash docs/results/qwen/reproduce.sh test4     # round 4: held-out lanes (2Wiki 300-399, a second world)
+#   bash docs/results/qwen/reproduce.sh dev5      # round 5: development (fair timing, follow_k, cited passages)
+#   bash docs/results/qwen/reproduce.sh test5     # round 5: held-out lanes
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
 # Resumable: every lane appends finished answers to its own results.jsonl and a rerun skips them.
@@ -102,8 +104,24 @@ test4_world() { ev --dataset $WORLD1 --offset 40 --limit 60 "${PAIR4[@]}" "${LON
 test4_bridge() { ev --dataset $BRIDGE1 --offset 40 --limit 60 "${PAIR4[@]}" "${QA[@]}" --out $OUT/test4/bridge-s1; }
 test4_world_then_bridge() { test4_world; test4_bridge; }
 
+# -- round 5 (PROTOCOL.md, "Round 5"): fair timing, follow_k=1, sentences checked against cited passages --
+D5=flare:trigger=support,verify=flag,follow_names=true,follow_k=1
+PAIR5=(--method single --method "$D5")
+dev5_bridge() { ev --dataset $BRIDGE --limit 20 "${PAIR5[@]}" "${QA[@]}" --out $OUT/dev5/bridge; }
+dev5_2wiki() { ev --dataset 2wikimultihopqa --limit 30 "${PAIR5[@]}" "${QA[@]}" --out $OUT/dev5/2wiki; }
+dev5_world() { ev --dataset $WORLD --limit 20 "${PAIR5[@]}" "${LONG[@]}" --out $OUT/dev5/world; }
+dev5_bridge_then_world() { dev5_bridge; dev5_world; }
+test5_2wiki() { ev --dataset 2wikimultihopqa --offset 400 --limit 100 "${PAIR5[@]}" "${QA[@]}" --out $OUT/test5/2wiki; }
+test5_musique() { ev --dataset musique --offset 100 --limit 100 "${PAIR5[@]}" "${QA[@]}" --out $OUT/test5/musique; }
+test5_bridge() { ev --dataset $BRIDGE1 --offset 40 --limit 60 "${PAIR5[@]}" "${QA[@]}" --out $OUT/test5/bridge-s1; }
+test5_world() { ev --dataset $WORLD1 --offset 73 --limit 27 "${PAIR5[@]}" "${LONG[@]}" --out $OUT/test5/world-s1; }
+test5_zh() { ev --dataset benchmarks/qinglan-zh --split test "${PAIR5[@]}" --out $OUT/test5/zh; }
+test5_lane1() { test5_2wiki; test5_musique; }
+test5_lane2() { test5_bridge; test5_world; test5_zh; }
+
 report() {
-  for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/*; do
+  for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
+             $OUT/dev5/* $OUT/test5/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -118,7 +136,9 @@ case "${1:-all}" in
   test3) lanes test3_bridge test3_2wiki test3_hotpot test3_world ;;
   dev4) lanes dev4_2wiki dev4_world dev4_bridge ;;
   test4) lanes test4_2wiki test4_world_then_bridge ;;
+  dev5) lanes dev5_2wiki dev5_bridge_then_world ;;
+  test5) lanes test5_lane1 test5_lane2 ;;
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
-  *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|dev4|test4|report|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|dev4|test4|dev5|test5|report|all]" >&2; exit 2 ;;
 esac
