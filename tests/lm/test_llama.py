@@ -222,6 +222,14 @@ def test_reset_cache_keeps_only_the_shared_header(make_llama: MakeLlama) -> None
     assert after.prompt_tokens - header <= after.prompt_tokens_evaluated <= after.prompt_tokens - header + 2
     assert (after.text, after.tokens) == (again.text, again.tokens)
 
+    # A model that has not evaluated the header yet, in any context, evaluates it there now.
+    fresh = make_llama(n_ctx=1024)
+    fresh.reset_cache(HEADER)
+    first, second = (fresh.complete(p, max_tokens=4) for p in flare_prompts(" Paris."))
+    assert first.prompt_tokens_evaluated <= first.prompt_tokens - header + 2
+    assert second.prompt_tokens_evaluated <= second.prompt_tokens - header + 2
+    assert (second.text, second.tokens) == (again.text, again.tokens)
+
     lm.reset_cache()
     assert lm.complete(regen, max_tokens=4).prompt_tokens_evaluated == after.prompt_tokens
 

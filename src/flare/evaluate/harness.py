@@ -19,10 +19,10 @@ whether the method wrote the cue itself (``answer_cue``) are all kept; the forci
 counted in ``lm_calls`` or ``seconds`` (it costs the same for every method) but in
 ``forced_seconds``.
 
-Timing is fair between methods: before every answer the model's prompt cache is cut back to the
-prompt header (:meth:`~flare.lm.base.ModelBase.reset_cache`), as a server that has answered
-other questions holds it, so no method reuses the documents another method's answer to the same
-question left there.
+Timing is fair between methods: before every answer the model's prompt caches hold the prompt
+header and nothing else (:meth:`~flare.lm.base.ModelBase.reset_cache`), as those of a server that
+has answered other questions do, so no method reuses the documents another method's answer to the
+same question left there, and none pays for the header.
 """
 
 from __future__ import annotations

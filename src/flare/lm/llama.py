@@ -166,16 +166,25 @@ class LlamaCppModel(ModelBase):
             return len(self._tokenize(text, add_special=False))
 
     def reset_cache(self, keep: str = "") -> None:
-        """Forget every cached prefix but the tokens it shares with ``keep`` (default: all of it).
+        """Forget every cached prefix; with ``keep``, leave each context holding just ``keep``.
 
-        ``reset_cache(header)`` leaves each context as if only the prompt header had been
-        evaluated, so the next call evaluates everything after it: a fair start for timing.
+        ``reset_cache(header)`` puts every one of the ``n_contexts`` contexts in the state of a
+        model that has evaluated the prompt header and nothing else (evaluating it where it is
+        missing, once), so the next calls evaluate everything after it: a fair start for timing.
         """
         with self._lock:
-            ids = self._tokenize(keep, add_special=True) if keep and self._contexts else []
+            if not keep:
+                for c in self._contexts:
+                    self._truncate(c, 0)
+                    c.prompt_len, c.prompt_logits = 0, None
+                return
+            ids = self._tokenize(keep, add_special=True)
+            if len(ids) > self.n_ctx:
+                raise ModelError(f"the text to keep is {len(ids)} tokens, more than n_ctx={self.n_ctx}")
+            while len(self._contexts) < self.n_contexts:
+                self._new_context()
             for c in self._contexts:
-                n = self._truncate(c, common_prefix(c.tokens[: c.prompt_len], ids))
-                c.prompt_len, c.prompt_logits = n, None
+                self._prefill(c, ids)  # keeps what it shares with ``keep``, evaluates the rest
 
     def close(self) -> None:
         """Free the contexts and the weights now (a later call loads them again)."""
