@@ -110,10 +110,9 @@ class Settings:
     # 2WikiMultihopQA 0.233 -> 0.267, world long form 0.613 -> 0.675 fact recall.
     follow_names: bool = setting(True, "trigger=support: search for each name an accepted sentence brings in "
                                  "(with the question's words it lacks) and add the passages to later drafts.")
-    # Round 5 (docs/results/qwen/PROTOCOL.md): of the three passages a name's search found, the
-    # first was the name's own and the other two matched only the question's words, yet each one
-    # was evaluated in every later draft's prompt.
-    follow_k: int = setting(1, "follow_names: passages read for each name (the best matches).",
+    # Round 5 (docs/results/qwen/PROTOCOL.md) tried 1: bridge development questions 0.45 -> 0.30
+    # with no fewer prompt tokens (a name's article comes in chunks; the fact sat in another).
+    follow_k: int = setting(3, "follow_names: passages read for each name (the best matches).",
                             request="lower", low=1, high=20)
     # Where the evidence trigger's rewrite reads the passages its search found: "before" the
     # question, as every other prompt (which re-evaluates the question and the answer so far), or

@@ -105,11 +105,13 @@ test4_bridge() { ev --dataset $BRIDGE1 --offset 40 --limit 60 "${PAIR4[@]}" "${Q
 test4_world_then_bridge() { test4_world; test4_bridge; }
 
 # -- round 5 (PROTOCOL.md, "Round 5"): fair timing, follow_k=1, sentences checked against cited passages --
-D5=flare:trigger=support,verify=flag,follow_names=true,follow_k=1
+# dev5/{bridge,2wiki,world} ran with follow_k=1 (rejected; stopped part way, see PROTOCOL.md); the
+# -cited lanes measure (i) alone.
+D5=flare:trigger=support,verify=flag,follow_names=true,follow_k=3
 PAIR5=(--method single --method "$D5")
-dev5_bridge() { ev --dataset $BRIDGE --limit 20 "${PAIR5[@]}" "${QA[@]}" --out $OUT/dev5/bridge; }
-dev5_2wiki() { ev --dataset 2wikimultihopqa --limit 30 "${PAIR5[@]}" "${QA[@]}" --out $OUT/dev5/2wiki; }
-dev5_world() { ev --dataset $WORLD --limit 20 "${PAIR5[@]}" "${LONG[@]}" --out $OUT/dev5/world; }
+dev5_bridge() { ev --dataset $BRIDGE --limit 20 --method "$D5" "${QA[@]}" --out $OUT/dev5/bridge-cited; }
+dev5_2wiki() { ev --dataset 2wikimultihopqa --limit 30 --method "$D5" "${QA[@]}" --out $OUT/dev5/2wiki-cited; }
+dev5_world() { ev --dataset $WORLD --limit 20 --method "$D5" "${LONG[@]}" --out $OUT/dev5/world-cited; }
 dev5_bridge_then_world() { dev5_bridge; dev5_world; }
 test5_2wiki() { ev --dataset 2wikimultihopqa --offset 400 --limit 100 "${PAIR5[@]}" "${QA[@]}" --out $OUT/test5/2wiki; }
 test5_musique() { ev --dataset musique --offset 100 --limit 100 "${PAIR5[@]}" "${QA[@]}" --out $OUT/test5/musique; }
