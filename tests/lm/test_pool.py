@@ -65,6 +65,17 @@ def test_a_growing_prompt_goes_to_the_copy_that_has_its_prefix(make_llama: MakeL
     assert grown.prompt_tokens_evaluated <= 16  # the new tail (at least 8: one batch), not the prompt
 
 
+@pytest.mark.model
+def test_reset_cache_leaves_every_copy_holding_the_header(make_llama: MakeLlama) -> None:
+    pool = ModelPool(lambda: make_llama(n_ctx=1024, n_contexts=1), size=2)
+    header = "Answer each question in one short sentence, using only well-known facts.\n" * 4
+    pool.complete(header + PROMPTS[0], max_tokens=6)
+    pool.reset_cache(header)
+    for prompt in (PROMPTS[1], PROMPTS[2]):  # the copy idle longest, then the other: both hold the header
+        c = pool.complete(header + prompt, max_tokens=2)
+        assert c.prompt_tokens_evaluated <= pool.count_tokens(prompt) + 2
+
+
 def test_size_must_be_positive() -> None:
     with pytest.raises(ConfigError, match="at least one copy"):
         ModelPool(lambda: resolve_model("smollm2"), size=0)

@@ -63,6 +63,13 @@ class ModelPool(ForwardingLM):
         for lm in self.copies:
             declared(lm).close()
 
+    def reset_cache(self, keep: str = "") -> None:
+        """Reset every copy's prompt cache (see :meth:`~flare.lm.base.ModelBase.reset_cache`)."""
+        with self._cond:
+            for lm, recent in zip(self.copies, self._recent, strict=True):
+                declared(lm).reset_cache(keep)
+                recent.clear()
+
     @contextmanager
     def _using(self, prompt: str | None) -> Iterator[LanguageModel]:
         """A free copy, the one whose recent prompts share the longest prefix with ``prompt``."""
