@@ -235,6 +235,17 @@ def test_reset_cache_keeps_only_the_shared_header(make_llama: MakeLlama) -> None
 
 
 @pytest.mark.model
+def test_a_rewrite_goes_to_the_context_holding_the_documents_not_the_bare_header(make_llama: MakeLlama) -> None:
+    lm = make_llama(n_ctx=1024)
+    lm.reset_cache(HEADER)  # both contexts hold the header, and each "extends" every prompt
+    docs = "Search results:\n" + "".join(f"[{i}] Paris is the capital of France, on the Seine.\n" for i in (1, 2, 3))
+    lm.complete(HEADER + docs + QUESTION, max_tokens=4)  # the draft
+    rewrite = lm.complete(HEADER + docs + "[4] The Louvre is in Paris.\n" + QUESTION, max_tokens=4)
+    # Only the new passage and the question are evaluated, in the draft's context.
+    assert rewrite.prompt_tokens_evaluated <= lm.count_tokens("[4] The Louvre is in Paris.\n" + QUESTION) + 2
+
+
+@pytest.mark.model
 def test_accepted_text_is_evaluated_again_in_one_batch(make_llama: MakeLlama) -> None:
     lm = make_llama(n_contexts=1)
     first = lm.complete(STORY, max_tokens=12)

@@ -327,11 +327,17 @@ class LlamaCppModel(ModelBase):
 
         Plain "longest common prefix" would put every prompt in one context, because the shared
         header makes the most recent context always win; the draft and regeneration prompts
-        would then evict each other at every step.
+        would then evict each other at every step. A context counts as extended only when no
+        other holds more of the prompt: one holding just the header (after
+        :meth:`reset_cache`) would otherwise take a rewrite's prompt and evaluate the question's
+        documents again, which the draft's context already holds.
         """
         self._clock += 1
         scored = [(common_prefix(c.tokens[: c.prompt_len], ids), c) for c in self._contexts]
-        extends = [(n, c) for n, c in scored if c.prompt_len and n >= c.prompt_len - _EXTEND_SLACK]
+        best = max((n for n, _ in scored), default=0)
+        # A context holding only the header "extends" every prompt; it is not the one to take
+        # when another holds more of this prompt (the question's documents, say).
+        extends = [(n, c) for n, c in scored if c.prompt_len and n >= max(c.prompt_len - _EXTEND_SLACK, best)]
         if extends:
             chosen = max(extends, key=lambda s: (s[0], -s[1].last_used))[1]
         elif empty := [c for c in self._contexts if not c.tokens]:
