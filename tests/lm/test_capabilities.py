@@ -47,6 +47,7 @@ class Bare:
 
     def __init__(self) -> None:
         self.loaded = self.closed = 0
+        self.kept: list[str] = []
         self.scored: list[tuple[str, str]] = []
 
     def complete(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (), stop_when: StopWhen | None = None,
@@ -65,6 +66,9 @@ class Bare:
 
     def close(self) -> None:
         self.closed += 1
+
+    def reset_cache(self, keep: str = "") -> None:
+        self.kept.append(keep)
 
 
 class Oldest:
@@ -87,6 +91,7 @@ def test_a_backend_gets_every_capability_at_its_default() -> None:
     assert (lm.chat_template, lm.continuation, lm.max_parallel, parallel_calls(lm)) == (None, None, 1, 1)
     lm.load()
     lm.close()
+    lm.reset_cache("header")  # nothing cached: nothing to do
     with pytest.raises(ModelError, match="'minimal' cannot score a given text") as err:
         lm.score("Question: x\nAnswer:", " Paris.")
     assert "supports_scoring" in str(err.value) and "\n" not in str(err.value)
@@ -101,7 +106,8 @@ def test_a_bare_protocol_model_is_read_through_declared() -> None:
         True, CHATML, "instruct", 3)  # fmt: skip
     model.load()
     model.close()
-    assert (bare.loaded, bare.closed) == (1, 1)
+    model.reset_cache("header")
+    assert (bare.loaded, bare.closed, bare.kept) == (1, 1, ["header"])
     assert model.score("p", " q").text == " q" and bare.scored == [("p", " q")]
     assert model.complete("p", max_tokens=4).text == " Paris." and model.count_tokens("a b") == 2
 
@@ -112,6 +118,7 @@ def test_the_oldest_protocol_gets_the_defaults() -> None:
         False, None, None, 1)  # fmt: skip
     model.load()  # nothing to load: no error
     model.close()
+    model.reset_cache("header")  # no cache: no error
     with pytest.raises(ModelError, match="'oldest' cannot score a given text"):
         model.score("p", " q")
 

@@ -13,6 +13,7 @@ capability                  default     meaning
 ``continuation``            ``None``    how a chat backend continues a partial answer (``prefill`` …)
 ``max_parallel``            ``1``       calls that may run at once from different threads
 ``load()`` / ``close()``    no-ops      open the model now (fail before serving) / free it
+``reset_cache(keep)``       no-op       leave the prompt cache as if only ``keep`` had been evaluated
 ==========================  ==========  ==============================================================
 
 A backend subclasses :class:`ModelBase` and declares what it has; the rest keeps the defaults::
@@ -166,12 +167,12 @@ class ModelBase(ABC):
         return None
 
     def reset_cache(self, keep: str = "") -> None:
-        """Forget cached prompts but the part they share with ``keep``; a no-op by default.
+        """Leave the prompt cache as if only ``keep`` had been evaluated; a no-op by default.
 
-        A backend that reuses a cached prompt prefix (llama.cpp in-process, transformers) starts
-        its next call as if only ``keep`` had been evaluated before: ``flare eval`` calls it
-        with the prompt header before every answer, so no method is timed with a prefix that
-        another method's answer to the same question left in the cache.
+        For a backend that reuses cached prompt prefixes (llama.cpp in-process; transformers
+        forgets everything). ``flare eval`` calls it with the prompt header before every answer,
+        so no method is timed with a prefix that another method's answer to the same question
+        left in the cache.
         """
         return None
 
