@@ -118,8 +118,9 @@ test5_musique() { ev --dataset musique --offset 100 --limit 100 "${PAIR5[@]}" "$
 test5_bridge() { ev --dataset $BRIDGE1 --offset 40 --limit 60 "${PAIR5[@]}" "${QA[@]}" --out $OUT/test5/bridge-s1; }
 test5_world() { ev --dataset $WORLD1 --offset 73 --limit 27 "${PAIR5[@]}" "${LONG[@]}" --out $OUT/test5/world-s1; }
 test5_zh() { ev --dataset benchmarks/qinglan-zh --split test "${PAIR5[@]}" --out $OUT/test5/zh; }
+test5_asqa() { ev --dataset asqa --offset 200 --limit 100 "${PAIR5[@]}" "${LONG[@]}" --out $OUT/test5/asqa; }
 test5_lane1() { test5_2wiki; test5_musique; }
-test5_lane2() { test5_bridge; test5_world; test5_zh; }
+test5_lane2() { test5_bridge; test5_world; test5_zh; test5_asqa; }
 
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
