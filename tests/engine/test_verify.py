@@ -513,3 +513,13 @@ def test_a_draft_backed_by_a_passage_the_answer_cites_needs_no_search() -> None:
     korsk = {c.passage_id: c.n for c in answer.sources}["p1"]
     assert answer.sentences[1].citations == answer.sentences[2].citations == (korsk,)
     assert not answer.sentences[2].flagged and answer.retrievals == 2
+
+
+def test_a_not_given_sentence_is_shown_without_citation_or_mark() -> None:
+    # "The documents do not say where Mara Ulvin died." names her, and her passage is among the
+    # documents; it states no fact, so it cites nothing and is not marked [?].
+    lm = ScriptedLM([(lambda p: p.rstrip().endswith("died."), [])])
+    lm.add(lambda p: not _tail(p).strip(), says(" The documents do not say where Mara Ulvin died."))
+    flare, _ = run(lm, retriever=MemoryRetriever(SONG), method="single", verify="flag")
+    (sentence,) = flare.answer("Where did Mara Ulvin die?").sentences
+    assert sentence.support == "no_claims" and sentence.citations == () and not sentence.flagged

@@ -56,6 +56,16 @@ def test_sentences_without_claims_pass_and_uncited_facts_fail() -> None:
     assert v.label == "unsupported" and v.unsupported == ("Northwind Labs has 4,000 employees",)
 
 
+def test_a_sentence_saying_the_sources_lack_something_claims_nothing() -> None:
+    # It names its subject, which the passage states too: still no fact, so no citation.
+    v = check("The documents do not say how many employees Northwind Labs has.", [POLICY])
+    assert v.label == "no_claims" and v.cited == () and v.passes
+    assert check("The founding year of Northwind Labs is not specified in the search results.", [POLICY]).cited == ()
+    assert check("文档中没有说明北风实验室的员工人数。", [POLICY]).label == "no_claims"
+    # A fact stated beside it is checked as usual.
+    assert check("Northwind Labs has 4,000 employees, but the documents do not say more.", []).label == "unsupported"
+
+
 def test_chinese_sentences_are_checked_with_chinese_words() -> None:
     assert words("部门负责人审批") == ["部门", "负责人", "审批"]
     v = check("超过期限需部门负责人审批。", [ZH])

@@ -18,7 +18,8 @@ Two signals, for English and Chinese:
 
 Labels: ``supported`` (nothing missing), ``partial`` (some claims found, some not),
 ``unsupported`` (nothing or almost nothing found), ``no_claims`` (nothing to check: "Yes.", "It is
-not known."). A sentence *passes* when it is supported or has no claims.
+not known.", "The documents do not say where he was born." — see :func:`says_not_given`). A
+sentence *passes* when it is supported or has no claims.
 
 Example::
 
@@ -284,6 +285,31 @@ class _Evidence:
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n")
 
 
+_SOURCES = r"(?:the\s+)?(?:documents?|search\s+results?|passages?|sources?)"
+_NOT_GIVEN = re.compile(
+    rf"^\s*{_SOURCES}\s+(?:do|does|did)\s+not\s+(?:say|mention|specify|state|give|provide)\b[^,;]*$"
+    rf"|^[^,;]*\s(?:is|are|was|were)\s+not\s+(?:specified|mentioned|stated|given|provided)\s+in\s+{_SOURCES}\W*$"
+    r"|^\s*(?:文档|检索结果|资料|搜索结果)中?(?:没有|未)(?:给出|说明|提及|提到|写明)[^，；,;]*$",
+    re.IGNORECASE,
+)
+
+
+def says_not_given(sentence: str) -> bool:
+    """Does ``sentence`` only say that the sources do not give something? Then it claims nothing.
+
+    "The documents do not say where he was born." and "The place of birth is not specified in the
+    search results." state no fact about the world, so they need no source and must not cite the
+    passages that happen to name their subject; a sentence that also states a fact ("He was
+    born in 1950, but the documents do not say where.") is checked as usual.
+
+        >>> says_not_given("The documents do not say whether dogs may travel."), says_not_given("文档中没有给出答案。")
+        (True, True)
+        >>> says_not_given("He was born in 1950, but the documents do not say where.")
+        False
+    """
+    return bool(_NOT_GIVEN.search(sentence.strip()))
+
+
 def check(
     sentence: str,
     passages: Sequence[Passage],
@@ -304,8 +330,8 @@ def check(
     year taken from another entity's passage does not count.
     """
     units = claims(sentence)
-    if not units:
-        return Support("no_claims")
+    if not units or says_not_given(sentence):
+        return Support("no_claims", claims=len(units))
     if not passages:
         details: tuple[tuple[str, str, bool, float | None], ...] = tuple((c.text, c.kind, False, None) for c in units)
         if any(c.kind != "word" for c in units):
