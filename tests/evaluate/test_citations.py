@@ -30,13 +30,14 @@ def test_recall_precision_and_the_unmarked_unsupported_share() -> None:
         Sentence("Travel expenses are reimbursed within 3 months.", True, (1,)),  # wrong number, unmarked
         Sentence("Ingrid Solberg lives in Oslo.", False, (), True, "unsupported", ("Oslo",)),  # uncited, marked
         Sentence("Yes.", False),  # no claims: not counted
+        Sentence("The documents do not say where Ingrid Solberg was born.", False),  # nor this one
     )
     s = citation_scores(a)
     assert s["citation_recall"] == pytest.approx(1 / 3)
     assert s["unsupported"] == pytest.approx(2 / 3)
     assert s["cited_unsupported"] == pytest.approx(1 / 2)
     assert s["citation_precision"] == pytest.approx(1 / 3)  # of 3 citations only p2 is needed
-    assert s["flagged"] == pytest.approx(1 / 4)
+    assert s["flagged"] == pytest.approx(1 / 5)
     assert s["shown_unsupported"] == pytest.approx(1 / 3)  # the 3-months sentence
 
 

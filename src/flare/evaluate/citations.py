@@ -3,7 +3,8 @@
 ALCE judges each statement with an NLI model; no such model ships here, so the judge is the
 lexical support checker of :mod:`flare.verify.support` (no LM, so the same yardstick for every
 method and model). Statements are the answer's sentences that make claims (numbers, names or
-content words); "Yes." or "It is not known." are not counted.
+content words); "Yes.", "It is not known." or "The documents do not say where he was born."
+(:func:`~flare.verify.support.says_not_given`) are not counted.
 
 * ``citation_recall`` — share of claim sentences that cite passages which together support them
   (a sentence without citations scores 0, as in ALCE);
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from flare.types import Answer, Citation, Passage
-from flare.verify.support import check, claims
+from flare.verify.support import check, claims, says_not_given
 
 FIGURES = ("citation_recall", "citation_precision", "unsupported", "cited_unsupported", "flagged",
            "shown_unsupported")  # fmt: skip
@@ -44,7 +45,7 @@ def citation_scores(answer: Answer) -> dict[str, float | None]:
     context = [answer.question]
     for s in answer.sentences:
         context.append(s.text)
-        if not claims(s.text):
+        if not claims(s.text) or says_not_given(s.text):
             continue
         before = context[:-1]
         cited = [sources[n] for n in s.citations if n in sources]
