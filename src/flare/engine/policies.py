@@ -133,7 +133,7 @@ class FlareDirect:
         yield Searching(ctx.index, len(queries))
         # The support trigger's draft was written from ``base`` and they do not back it: search
         # for other passages. Finding none, it keeps the draft (the same prompt would write it).
-        seen = {d.id for d in ctx.with_cited(base)} if by_support else set()
+        seen = {d.id for d in base} | ctx.run.sources.keys() if by_support else set()
         hits = ctx.search(queries, exclude=seen)
         if not hits and ctx.retrievals_left > 0 and not s.query_with_question:
             # A masked draft can be all filler ("village is in the region of"): before giving
