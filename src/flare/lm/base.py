@@ -268,9 +268,7 @@ class ForwardingLM(ModelBase):
         _call_optional(self.inner, "close")
 
     def reset_cache(self, keep: str = "") -> None:
-        fn = _optional(self.inner, "reset_cache")
-        if callable(fn):
-            fn(keep)
+        _call_optional(self.inner, "reset_cache", keep)
 
     @contextmanager
     def _using(self, prompt: str | None) -> Iterator[LanguageModel]:
@@ -295,11 +293,11 @@ def _parallel(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
-def _call_optional(lm: LanguageModel, method: str) -> None:
-    """Call ``lm``'s optional no-argument ``load`` / ``close``, if it has one."""
+def _call_optional(lm: LanguageModel, method: str, *args: str) -> None:
+    """Call ``lm``'s optional ``load`` / ``close`` / ``reset_cache``, if it has one."""
     fn = _optional(lm, method)
     if callable(fn):
-        fn()
+        fn(*args)
 
 
 def _score(lm: LanguageModel, prompt: str, continuation: str) -> Completion:
