@@ -3,11 +3,11 @@
 For each results file and dataset: per method the number of questions, the main score (world:
 fact recall from the ground truth; QA sets: the dataset's quality score), the shares of sentences
 shown unmarked but unsupported and flagged `[?]` (the checker's), and on the world the truth's
-unsupported and cited-but-unsupported shares,
-retrievals and LM calls per answer, prompt tokens evaluated per answer (the model's work, whatever
-the machine's load), median seconds; then the paired difference to ``single``
-over the questions both answered — mean, 95% bootstrap interval (10,000 resamples, seed 0),
-wins / losses — and the ratio of mean seconds per answer.
+unsupported and cited-but-unsupported shares, retrievals and LM calls per answer, tokens evaluated
+per answer (the trace's ``lm_tokens_evaluated``: prompt tokens the model evaluated plus those it
+generated, its work whatever the machine's load), median seconds; then the paired difference to
+``single`` over the questions both answered — mean, 95% bootstrap interval (10,000 resamples,
+seed 0), wins / losses — and the ratio of mean seconds per answer.
 
 Usage::
 
@@ -47,11 +47,6 @@ def _score(record: dict[str, Any]) -> float:
     return value
 
 
-def evaluated(record: dict[str, Any]) -> int:
-    """Prompt tokens the model evaluated for one answer (every step, rewrites included)."""
-    return sum(step.get("lm_tokens_evaluated", 0) for step in record["trace"]["steps"])
-
-
 def interval(diffs: list[float], resamples: int = 10_000) -> tuple[float, float]:
     rng = random.Random(0)
     n = len(diffs)
@@ -76,7 +71,8 @@ def table(path: Path, pairs: list[Paired] | None = None) -> None:
         base = methods.get(REFERENCE, {})
         print(f"\n### {dataset} — `{path.parent.name}`\n")
         print("| method | n | score | shown unsupported | flagged | truth: unsupported | truth: cited unsupported "
-              "| retrievals | LM calls | prompt tokens | p50 s | Δ vs single [95%] | wins / losses | seconds vs single |")
+              "| retrievals | LM calls | tokens evaluated | p50 s | Δ vs single [95%] | wins / losses "
+              "| seconds vs single |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
         for method, recs in sorted(methods.items(), key=lambda kv: (kv[0] != REFERENCE, kv[0])):
             rows = list(recs.values())
@@ -86,7 +82,7 @@ def table(path: Path, pairs: list[Paired] | None = None) -> None:
                 share(rows, "truth_cited_unsupported"),
                 f"{statistics.mean(r['retrievals'] for r in rows):.2f}",
                 f"{statistics.mean(r['lm_calls'] for r in rows):.2f}",
-                f"{statistics.mean(evaluated(r) for r in rows):.0f}",
+                f"{statistics.mean(r['trace']['lm_tokens_evaluated'] for r in rows):.0f}",
                 f"{statistics.median(r['seconds'] for r in rows):.1f}",
             ]  # fmt: skip
             ids = sorted(set(recs) & set(base))
