@@ -184,7 +184,10 @@ class LlamaCppModel(ModelBase):
             while len(self._contexts) < self.n_contexts:
                 self._new_context()
             for c in self._contexts:
-                self._prefill(c, ids)  # keeps what it shares with ``keep``, evaluates the rest
+                if common_prefix(c.tokens[: c.prompt_len], ids) == len(ids):  # holds all of it: cut after
+                    c.prompt_len, c.prompt_logits = self._truncate(c, len(ids)), None
+                else:
+                    self._prefill(c, ids)  # keeps what it shares with ``keep``, evaluates the rest
 
     def close(self) -> None:
         """Free the contexts and the weights now (a later call loads them again)."""
