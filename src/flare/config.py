@@ -114,6 +114,15 @@ class Settings:
     # with no fewer prompt tokens (a name's article comes in chunks; the fact sat in another).
     follow_k: int = setting(3, "follow_names: passages read for each name (the best matches).",
                             request="lower", low=1, high=20)
+    # Round 6 (docs/results/qwen/PROTOCOL.md): the sentence after the last hop is usually "So the
+    # answer is <what the answer just said>", and following the names it repeats read passages it
+    # never used (2WikiMultihopQA: 0.59 such steps per answer, ~300 prompt tokens each).
+    draft_before_follow: bool = setting(False, "follow_names: draft the next sentence before searching for the "
+                                        "last sentence's names; a backed draft that only repeats names and "
+                                        "numbers the answer has said is kept without the search.")
+    trim_found: bool = setting(False, "trigger=support: passages found during the answer (for names or rewrites) "
+                               "are read cut to their first sentence and the sentences sharing a word with "
+                               "the query.")
     # Where the evidence trigger's rewrite reads the passages its search found: "before" the
     # question, as every other prompt (which re-evaluates the question and the answer so far), or
     # "after" the answer so far, as a follow-up turn of the draft's prompt (whose cache is reused).

@@ -12,6 +12,8 @@
 #   bash docs/results/qwen/reproduce.sh test4     # round 4: held-out lanes (2Wiki 300-399, a second world)
 #   bash docs/results/qwen/reproduce.sh dev5      # round 5: development (fair timing, follow_k, cited passages)
 #   bash docs/results/qwen/reproduce.sh test5     # round 5: held-out lanes
+#   bash docs/results/qwen/reproduce.sh dev6      # round 6: development (draft before following, trimmed passages)
+#   bash docs/results/qwen/reproduce.sh test6     # round 6: held-out lanes
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
 # Resumable: every lane appends finished answers to its own results.jsonl and a rerun skips them.
@@ -122,9 +124,24 @@ test5_asqa() { ev --dataset asqa --offset 200 --limit 100 "${PAIR5[@]}" "${LONG[
 test5_lane1() { test5_2wiki; test5_musique; }
 test5_lane2() { test5_bridge; test5_world; test5_zh; test5_asqa; }
 
+# -- round 6 (PROTOCOL.md, "Round 6"): draft before following names, found passages trimmed -------
+D6=flare:trigger=support,verify=flag,follow_names=true,follow_k=3,draft_before_follow=true,trim_found=true
+PAIR6=(--method single --method "$D6")
+dev6_lane() {  # dev6_lane NAME METHOD: the development questions of rounds 2-5
+  ev --dataset 2wikimultihopqa --limit 30 --method "$2" "${QA[@]}" --out $OUT/dev6/2wiki-$1
+  ev --dataset $BRIDGE --limit 20 --method "$2" "${QA[@]}" --out $OUT/dev6/bridge-$1
+  ev --dataset $WORLD --limit 20 --method "$2" "${LONG[@]}" --out $OUT/dev6/world-$1
+}
+dev6_base() { dev6_lane base "$D5"; }
+dev6_both() { dev6_lane both "$D6"; }
+test6_2wiki() { ev --dataset 2wikimultihopqa --offset 500 --limit 100 "${PAIR6[@]}" "${QA[@]}" --out $OUT/test6/2wiki; }
+test6_bridge() { ev --dataset $BRIDGE1 --offset 100 --limit 60 "${PAIR6[@]}" "${QA[@]}" --out $OUT/test6/bridge-s1; }
+test6_world() { ev --dataset $WORLD1 --offset 100 --limit 60 "${PAIR6[@]}" "${LONG[@]}" --out $OUT/test6/world-s1; }
+test6_lane2() { test6_bridge; test6_world; }
+
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
-             $OUT/dev5/* $OUT/test5/*; do
+             $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -141,7 +158,9 @@ case "${1:-all}" in
   test4) lanes test4_2wiki test4_world_then_bridge ;;
   dev5) lanes dev5_2wiki dev5_bridge_then_world ;;
   test5) lanes test5_lane1 test5_lane2 ;;
+  dev6) lanes dev6_base dev6_both ;;
+  test6) lanes test6_2wiki test6_lane2 ;;
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
-  *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|dev4|test4|dev5|test5|report|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|dev4|test4|dev5|test5|dev6|test6|report|all]" >&2; exit 2 ;;
 esac

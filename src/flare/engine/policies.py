@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Sequence
+from dataclasses import replace
 
 from flare.engine.ending import draft_end
 from flare.engine.events import Event, Rewriting, Searching
@@ -23,8 +24,8 @@ from flare.engine.judge import judge
 from flare.engine.step import OMIT, Commit, Outcome, Piece, StepContext, StepGen, dedupe, initial_step
 from flare.query.explicit import ask_questions, low_spans
 from flare.query.implicit import masked_query
-from flare.text import content_words, fold, join_words, words
-from flare.types import Passage, TokenLogprob
+from flare.text import content_words, fold, join_words, split_sentences, words
+from flare.types import Passage, Sentence, TokenLogprob
 from flare.verify.support import Claim, Support, claims, subject
 
 MIN_QUERY_WORDS = 2  # fewer content words than this and a masked draft is not a query
@@ -90,6 +91,10 @@ class FlareDirect:
             return (yield from self._rewrite(ctx, piece, base, _unbacked(support)))
         base = ctx.run.first_docs if s.keep_first_docs or by_support else []
         if by_support and s.follow_names:
+            if s.draft_before_follow and follow_queries(ctx):
+                repeated = self._repeat_before_follow(ctx, [*base, *ctx.run.followed])
+                if repeated is not None:
+                    return repeated
             base = [*base, *(yield from follow_names(ctx))]
         piece = ctx.generate(base, "draft")
         _record_draft(ctx, piece)
@@ -118,6 +123,30 @@ class FlareDirect:
         return (yield from self._rewrite(ctx, piece, base, unbacked))
 
     @staticmethod
+    def _repeat_before_follow(ctx: StepContext, base: list[Passage]) -> Commit | None:
+        """``draft_before_follow``: the next sentence, drafted before the search for new names.
+
+        Kept, with no search, when it only repeats names and numbers the answer has said ("So the
+        answer is Detroit." after "She died in Detroit.") and its documents or cited passages back
+        it; the names' passages would add nothing it says. A one-sentence answer must also say
+        every word of the question first: "So the answer is Lotes Nalshulok." after "Fuzote Labs
+        was founded by Lotes Nalshulok." skips the hop the question asks for (where he was born).
+        Otherwise ``None``: the draft is dropped (its text stays in the trace as ``predraft``).
+        """
+        piece = ctx.generate(base, "predraft")
+        if piece.text and not (piece.cut or piece.looped) and repeats_answer(piece.text, ctx.run.question,
+                                                                              ctx.run.sentences):
+            evidence = ctx.with_cited(base)
+            support = ctx.check(piece, evidence)
+            if support.passes:
+                _record_draft(ctx, piece)
+                ctx.record.decision = "accept"
+                return Commit(piece, evidence, support=support)
+            ctx.record.draft_rejected()
+        ctx.record.predraft = piece.text
+        return None
+
+    @staticmethod
     def _rewrite(ctx: StepContext, piece: Piece, base: list[Passage], unbacked: frozenset[str]) -> StepGen:
         """Search for what ``piece`` is unsure of (or its documents lack) and write it again."""
         s, rec = ctx.settings, ctx.record
@@ -144,7 +173,7 @@ class FlareDirect:
         if not hits and not seen:
             rec.decision = "no_evidence"
             return missing(ctx, piece)
-        found = [h.passage for h in hits]
+        found = [excerpt(h.passage, queries) if s.trim_found else h.passage for h in hits]
         if found and s.conditional_commit and ctx.relevance(" ".join(queries), found) < s.min_relevance:
             rec.decision = "irrelevant"
             return Commit(piece, retrieved=True, grounded=False)
@@ -189,31 +218,82 @@ def hop_queries(ctx: StepContext, piece: Piece, base: Sequence[Passage], query: 
     return out
 
 
+def follow_queries(ctx: StepContext) -> list[str]:
+    """The searches :func:`follow_names` makes next: one per new name of the sentences not yet followed.
+
+    A new name is one the question and the sentences followed before do not say (at most
+    :data:`MAX_HOPS`); each is searched with the question's words those sentences lack.
+    """
+    run = ctx.run
+    new = run.sentences[run.followed_upto :]
+    if not new or ctx.retrievals_left <= 0:
+        return []
+    said = " ".join(x.text for x in new)
+    known = content_words(" ".join([run.question, *(x.text for x in run.sentences[: run.followed_upto])]))
+    lacking = content_words(run.question) - content_words(said)
+    rest = [w for w in words(run.question) if fold(w) in lacking]
+    names = [n for n in names_in(said) if not content_words(n) & known][:MAX_HOPS]
+    return [join_words([n, *rest]) for n in names][: ctx.retrievals_left]
+
+
 def follow_names(ctx: StepContext) -> Generator[Event, None, list[Passage]]:
     """The passages found so far for names the answer brought in (with ``follow_names``).
 
     A sentence that names what the question only describes ("The performer of the song was
     Aretha Franklin.") is backed by the question's documents, and then nothing would look up
-    the named one's own passage, which holds the next hop (where she died). Each new name of the
-    last sentence (at most :data:`MAX_HOPS`, none the question says) is searched with the
-    question's words that sentence lacks ("Aretha Franklin place death"), past the passages
-    already in the prompt; the best ``follow_k`` passages of each join every later draft's
+    the named one's own passage, which holds the next hop (where she died). Each new name
+    (:func:`follow_queries`) is searched with the question's words the sentence lacks ("Aretha
+    Franklin place death"), past the passages already in the prompt; the best ``follow_k``
+    passages of each (cut to their :func:`excerpt` with ``trim_found``) join every later draft's
     documents.
     """
     run = ctx.run
-    if len(run.sentences) > run.followed_upto and ctx.retrievals_left > 0:
-        run.followed_upto = len(run.sentences)  # a step that added no sentence searches nothing again
-        last = run.sentences[-1].text
-        known = content_words(" ".join([run.question, *(x.text for x in run.sentences[:-1])]))
-        lacking = content_words(run.question) - content_words(last)
-        rest = [w for w in words(run.question) if fold(w) in lacking]
-        names = [n for n in names_in(last) if not content_words(n) & known][:MAX_HOPS]
-        queries = [join_words([n, *rest]) for n in names][: ctx.retrievals_left]
-        if queries:
-            yield Searching(ctx.index, len(queries))
-            seen = {d.id for d in [*run.first_docs, *run.followed]}
-            run.followed.extend(h.passage for h in ctx.search(queries, exclude=seen, k=ctx.settings.follow_k))
+    queries = follow_queries(ctx)
+    run.followed_upto = len(run.sentences)  # a step that added no sentence searches nothing again
+    if queries:
+        yield Searching(ctx.index, len(queries))
+        seen = {d.id for d in [*run.first_docs, *run.followed]}
+        hits = ctx.search(queries, exclude=seen, k=ctx.settings.follow_k)
+        run.followed.extend(excerpt(h.passage, queries) if ctx.settings.trim_found else h.passage for h in hits)
     return run.followed
+
+
+def repeats_answer(text: str, question: str, said: Sequence[Sentence]) -> bool:
+    """Does ``text`` state only names and numbers (at least one) that the sentences ``said`` state?
+
+    With one sentence said, that sentence and ``text`` must also say every content word of the
+    question (a word counts when its first four letters do): the answer then has not stopped
+    at the bridge of a two-hop question.
+    """
+    stated = [c for c in claims(text) if c.kind != "word"]
+    known = content_words(" ".join(x.text for x in said))
+    if not stated or not said or any(not content_words(c.text) <= known for c in stated):
+        return False
+    if len(said) > 1:
+        return True
+    have = {w[:4] for w in content_words(f"{said[0].text} {text}")}
+    return all(w[:4] in have for w in content_words(question))
+
+
+def excerpt(passage: Passage, queries: Sequence[str]) -> Passage:
+    """``passage`` cut to its first sentence and the sentences sharing a content word with ``queries``.
+
+    A passage of one or two sentences, or one whose every sentence shares a word, is returned
+    unchanged; cuts are marked with " … ". The id stays the passage's: citations point at it.
+    """
+    sentences = split_sentences(passage.text)
+    if len(sentences) <= 2:
+        return passage
+    asked = content_words(" ".join(queries))
+    keep = [i == 0 or bool(content_words(x) & asked) for i, x in enumerate(sentences)]
+    if all(keep):
+        return passage
+    parts: list[str] = []
+    for i, (x, kept) in enumerate(zip(sentences, keep, strict=True)):
+        if kept:
+            parts.append(x if i == 0 or keep[i - 1] else f"… {x}")
+    text = " ".join(parts) + ("" if keep[-1] else " …")
+    return replace(passage, text=text)
 
 
 def names_in(text: str) -> list[str]:
