@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from flare.cli.narrate import narrate
+from flare.trace.schema import StepRecord, TraceRecord
+
 CORPUS = [
     {"id": "lh-1", "title": "Quillmere lighthouse", "meta": {"acl": ["public"], "year": 1847},
      "text": "The Quillmere lighthouse was built in 1847 by the engineer Ada Pemberton."},
@@ -130,3 +133,12 @@ def test_the_model_is_a_setting_from_the_environment_or_the_config_file(root: Pa
         assert bad.returncode == 1 and "unknown model 'nosuch'" in bad.stderr and "Traceback" not in bad.stderr
     finally:
         (root / "flare.toml").unlink()
+
+
+def test_narration_shows_a_draft_dropped_before_the_names_search(capsys: pytest.CaptureFixture[str]) -> None:
+    step = StepRecord(index=1, kind="draft", draft="Mara Ulvin died in Korsk.", decision="accept",
+                      predraft="So the answer is Mara Ulvin.")  # fmt: skip
+    narrate(TraceRecord(trace_id="t", question="q", method="flare", model="m", retriever="r", filters="",
+                        settings={}, steps=[step]))  # fmt: skip
+    err = capsys.readouterr().err
+    assert "drafted before the names search, dropped: 'So the answer is Mara Ulvin.'" in err

@@ -9,7 +9,7 @@ import pytest
 from flare.config import Settings
 from flare.engine.events import Finished, Rewriting, Searching, SentenceAccepted
 from flare.engine.loop import Flare
-from flare.engine.policies import names_in
+from flare.engine.policies import excerpt, names_in, repeats_answer
 from flare.engine.prompts import FOLLOW_UP, PromptTemplate
 from flare.engine.step import RunState
 from flare.retrieve.filters import NO_FILTERS, Filters
@@ -17,7 +17,7 @@ from flare.testing.memory import MemoryRetriever
 from flare.testing.scripted import ScriptedLM
 from flare.trace.schema import TraceRecord
 from flare.trace.tracers import MemoryTracer
-from flare.types import Hit, Passage
+from flare.types import Hit, Passage, Sentence
 from tests.engine.support import BARE, DOCS, has_docs
 
 QUESTION = "Why did the founder of Versace die?"
@@ -523,3 +523,87 @@ def test_a_not_given_sentence_is_shown_without_citation_or_mark() -> None:
     flare, _ = run(lm, retriever=MemoryRetriever(SONG), method="single", verify="flag")
     (sentence,) = flare.answer("Where did Mara Ulvin die?").sentences
     assert sentence.support == "no_claims" and sentence.citations == () and not sentence.flagged
+
+
+def song_lm(question_tail: Callable[[str], bool], *rules: tuple[Callable[[str], bool], str]) -> ScriptedLM:
+    """The first sentence names Mara Ulvin; ``rules`` write the later sentences; a prompt ending
+    ``question_tail`` ends the answer."""
+    lm = ScriptedLM([(question_tail, [])])
+    for match, text in rules:
+        lm.add(match, says(text))
+    lm.add(lambda p: not _tail(p).strip(), says(" The performer of Blue Kettle was Mara Ulvin."))
+    return lm
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_draft_before_follow_keeps_a_conclusion_that_repeats_the_answer(early: bool) -> None:
+    # "So the answer is Mara Ulvin." names only what the answer said, and the question asks no
+    # more: drafted before the search for her name, it is kept and the search never happens.
+    lm = song_lm(lambda p: p.rstrip().endswith("answer is Mara Ulvin."),
+                  (lambda p: p.rstrip().endswith("Ulvin."), " So the answer is Mara Ulvin."))  # fmt: skip
+    flare, tracer = run(lm, retriever=MemoryRetriever(SONG), trigger="support", k=2, verify="flag",
+                        draft_before_follow=early)  # fmt: skip
+    answer = flare.answer("Who was the performer of Blue Kettle?")
+    assert [s.text for s in answer.sentences][1] == "So the answer is Mara Ulvin."
+    step = tracer.traces[0].steps[1]
+    assert step.decision == "accept" and step.predraft is None and not answer.sentences[1].flagged
+    if early:
+        assert answer.retrievals == 1 and not step.queries and "predraft" in step.timings
+    else:
+        assert answer.retrievals == 2 and step.queries[0].startswith("Mara Ulvin")
+
+
+def test_draft_before_follow_searches_when_the_draft_says_something_new_or_stops_at_the_bridge() -> None:
+    # Asked where she died, "So the answer is Mara Ulvin." after one sentence stops at the bridge:
+    # dropped, her name is searched for and the draft is written from her passage. The next
+    # conclusion repeats "Korsk" from a two-sentence answer: kept, and "Korsk" is never searched.
+    lm = song_lm(lambda p: p.rstrip().endswith("answer is Korsk."),
+                  (lambda p: p.rstrip().endswith("died in Korsk."), " So the answer is Korsk."),
+                  (lambda p: "She died in Korsk" in p and p.rstrip().endswith("Ulvin."), " Mara Ulvin died in Korsk."),
+                  (lambda p: p.rstrip().endswith("Ulvin."), " So the answer is Mara Ulvin."))  # fmt: skip
+    flare, tracer = run(lm, retriever=MemoryRetriever(SONG), trigger="support", k=2, verify="flag",
+                        draft_before_follow=True)  # fmt: skip
+    answer = flare.answer("Where did the performer of the song Blue Kettle die?")
+    assert [s.text for s in answer.sentences][1:] == ["Mara Ulvin died in Korsk.", "So the answer is Korsk."]
+    _, hop, end = tracer.traces[0].steps[:3]
+    assert hop.predraft == "So the answer is Mara Ulvin." and hop.queries[0].startswith("Mara Ulvin")
+    assert end.predraft is None and not end.queries and answer.retrievals == 2
+    assert not any(s.flagged for s in answer.sentences)
+
+
+def test_repeats_answer_needs_known_names_and_a_covered_question() -> None:
+    said = [Sentence("The husband of Serena Evans was Daniel Flynn.", False)]
+    two = [*said, Sentence("Daniel Flynn was born in Evesham.", False)]
+    question = "Where was the husband of Serena Evans born?"
+    assert repeats_answer("So the answer is Evesham.", question, two)
+    assert not repeats_answer("So the answer is Worcester.", question, two)  # a new name
+    assert not repeats_answer("So the answer is yes.", question, two)  # states no name or number
+    assert not repeats_answer("So the answer is Daniel Flynn.", question, said)  # "born" not yet said
+    assert repeats_answer("So the answer is Daniel Flynn.", "Who was the husband of Serena Evans?", said)
+    assert not repeats_answer("So the answer is Daniel Flynn.", question, [])
+
+
+def test_excerpt_keeps_the_first_sentence_and_those_sharing_a_query_word() -> None:
+    text = "Mara Ulvin was a singer. She toured Norway twice. Ulvin died in Korsk. She liked tea."
+    p = Passage("a", text, "Mara Ulvin")
+    cut = excerpt(p, ["Mara Ulvin died"])
+    assert cut.text == "Mara Ulvin was a singer. … Ulvin died in Korsk. …"
+    assert (cut.id, cut.title) == ("a", "Mara Ulvin")
+    assert excerpt(p, ["Ulvin Norway tea"]) is p  # every sentence shares a word: unchanged
+    short = Passage("b", "Mara Ulvin was a singer. She toured Norway twice.")
+    assert excerpt(short, ["Korsk"]) is short  # two sentences are read whole
+
+
+@pytest.mark.parametrize("trim", [True, False])
+def test_trim_found_reads_a_followed_passage_as_its_excerpt(trim: bool) -> None:
+    long_bio = Passage("p1", "Mara Ulvin was a singer. She toured Norway twice. Ulvin died in Korsk in 1999.",
+                       "Mara Ulvin")  # fmt: skip
+    lm = song_lm(lambda p: p.rstrip().endswith("Korsk."),
+                  (lambda p: p.rstrip().endswith("Ulvin."), " Mara Ulvin died in Korsk."))  # fmt: skip
+    flare, tracer = run(lm, retriever=MemoryRetriever([*SONG[:2], long_bio]), trigger="support", k=2,
+                        verify="flag", trim_found=trim)  # fmt: skip
+    answer = flare.answer("Where did the performer of the song Blue Kettle die?")
+    prompt = next(p for p in lm.calls if p.rstrip().endswith("Ulvin."))
+    assert ("toured Norway" in prompt) is not trim and "Ulvin died in Korsk in 1999." in prompt
+    assert answer.sentences[1].citations and not answer.sentences[1].flagged
+    assert [r.id for r in tracer.traces[0].steps[1].retrieved] == ["p1"]

@@ -17,8 +17,11 @@ from flare.engine.loop import Flare
 from flare.retrieve.filters import Filters
 from flare.retrieve.tantivy_index import TantivyRetriever
 from flare.server import Limits, create_app
+from flare.testing.memory import MemoryRetriever
 from flare.testing.scripted import ScriptedLM
 from flare.trace.tracers import JsonlTracer
+from tests.engine.support import BARE
+from tests.engine.test_verify import SONG, song_lm
 from tests.server.support import (
     DRAFT_SENTINEL,
     FINANCE_KEY,
@@ -183,3 +186,22 @@ def test_viewer_marks_unsupported_words_and_shows_rejected_sentences(
     page.wait_for_selector("#trace ul.rejected li")
     assert page.locator("#trace ul.rejected li").first.inner_text() == wrong.strip()
     assert wrong.strip() not in page.inner_text(".answer")
+
+
+def test_viewer_shows_a_draft_dropped_before_a_names_search(tmp_path: Path, page: Page, server: LiveServer) -> None:
+    """draft_before_follow: the draft that stopped at the bridge is shown with the step that searched."""
+    path = tmp_path / "trace.jsonl"
+    lm = song_lm(lambda p: p.rstrip().endswith("answer is Korsk."),
+                  (lambda p: p.rstrip().endswith("died in Korsk."), " So the answer is Korsk."),
+                  (lambda p: "She died in Korsk" in p and p.rstrip().endswith("Ulvin."), " Mara Ulvin died in Korsk."),
+                  (lambda p: p.rstrip().endswith("Ulvin."), " So the answer is Mara Ulvin."))  # fmt: skip
+    settings = Settings(trigger="support", k=2, verify="flag", draft_before_follow=True)
+    Flare(lm, MemoryRetriever(SONG), settings, template=BARE, tracer=JsonlTracer(path)).answer(
+        "Where did the performer of the song Blue Kettle die?")
+    page.goto(f"{server.url}/viewer/")
+    page.set_input_files("#trace-file", str(path))
+    page.wait_for_selector("body[data-loaded]")
+    hop = page.locator("article.step").nth(1)
+    assert hop.locator(".predraft").inner_text() == (
+        "Drafted before searching for new names, then dropped: So the answer is Mara Ulvin.")
+    assert page.locator("article.step").nth(2).locator(".predraft").count() == 0

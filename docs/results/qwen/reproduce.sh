@@ -14,6 +14,7 @@
 #   bash docs/results/qwen/reproduce.sh test5     # round 5: held-out lanes
 #   bash docs/results/qwen/reproduce.sh dev6      # round 6: development (draft before following, trimmed passages)
 #   bash docs/results/qwen/reproduce.sh test6     # round 6: held-out lanes
+#   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
 # Resumable: every lane appends finished answers to its own results.jsonl and a rerun skips them.
@@ -160,6 +161,7 @@ case "${1:-all}" in
   test5) lanes test5_lane1 test5_lane2 ;;
   dev6) lanes dev6_base dev6_both ;;
   test6) lanes test6_2wiki test6_lane2 ;;
+  lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
   *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|dev4|test4|dev5|test5|dev6|test6|report|all]" >&2; exit 2 ;;

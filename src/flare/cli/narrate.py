@@ -29,6 +29,8 @@ def narrate(trace: TraceRecord) -> None:
 
 def _step_lines(step: StepRecord) -> str:
     lines = [f"  [{step.index}] {step.kind}"]
+    if step.predraft is not None:
+        lines.append(f"      drafted before the names search, dropped: {step.predraft!r}")
     if step.draft is not None:
         lines[0] += f": {step.draft!r}"
         if step.low_tokens:

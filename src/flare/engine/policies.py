@@ -128,9 +128,10 @@ class FlareDirect:
 
         Kept, with no search, when it only repeats names and numbers the answer has said ("So the
         answer is Detroit." after "She died in Detroit.") and its documents or cited passages back
-        it; the names' passages would add nothing it says. A one-sentence answer must also say
-        every word of the question first: "So the answer is Lotes Nalshulok." after "Fuzote Labs
-        was founded by Lotes Nalshulok." skips the hop the question asks for (where he was born).
+        it: the names' passages would add nothing it says, and they are never searched for. A
+        one-sentence answer must also say every word of the question first: "So the answer is
+        Lotes Nalshulok." after "Fuzote Labs was founded by Lotes Nalshulok." skips the hop the
+        question asks for (where he was born).
         Otherwise ``None``: the draft is dropped (its text stays in the trace as ``predraft``).
         """
         piece = ctx.generate(base, "predraft")
@@ -141,6 +142,7 @@ class FlareDirect:
             if support.passes:
                 _record_draft(ctx, piece)
                 ctx.record.decision = "accept"
+                ctx.run.followed_upto = len(ctx.run.sentences)  # their names are not searched later
                 return Commit(piece, evidence, support=support)
             ctx.record.draft_rejected()
         ctx.record.predraft = piece.text

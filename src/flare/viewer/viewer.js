@@ -141,6 +141,11 @@
         `Its passages did not back the draft (${step.draft_support}${unbacked ? ": " + unbacked : ""}).`));
     }
 
+    if (step.predraft) {  // draft_before_follow: drafted before a names search, then dropped
+      card.append(el("p", "muted predraft",
+        `Drafted before searching for new names, then dropped: ${step.predraft}`));
+    }
+
     if ((step.queries || []).length) {
       card.append(el("h3", null, "Queries"));
       const list = el("ul", "queries");

@@ -1,0 +1,66 @@
+"""The round-6 follow options on the real path: SmolLM2, a tantivy index on disk, the real loop.
+
+``draft_before_follow`` and ``trim_found`` change what is searched and what the model reads; the
+checks here hold whatever the small model writes: a skipped search is one the kept sentence did
+not need, a dropped early draft is followed by the search, and a followed passage reaches the
+prompt cut to its excerpt.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flare.config import Settings
+from flare.engine.loop import Flare
+from flare.engine.policies import repeats_answer
+from flare.lm.base import ForwardingLM
+from flare.lm.llama import LlamaCppModel
+from flare.retrieve.tantivy_index import TantivyRetriever, build_index
+from flare.trace.tracers import MemoryTracer
+from flare.types import Completion, Passage, Sentence
+
+pytestmark = pytest.mark.model
+
+BIO = ("Ada Pemberton was a Scottish engineer. She liked long walks by the sea. She kept bees. "
+       "Ada Pemberton was born in Dunmore in 1809.")  # fmt: skip
+PASSAGES = [
+    Passage("br-1", "The Quillmere lighthouse was built in 1847 by the engineer Ada Pemberton.", "Quillmere lighthouse"),
+    Passage("br-2", BIO, "Ada Pemberton"),
+    Passage("br-3", "Dunmore is a fishing town on the Tay with a stone harbour.", "Dunmore"),
+]
+QUESTION = "Where was the engineer who built the Quillmere lighthouse born?"
+
+
+class Recording(ForwardingLM):
+    """The real model, keeping every prompt it was given."""
+
+    def __init__(self, inner: LlamaCppModel) -> None:
+        super().__init__(inner)
+        self.prompts: list[str] = []
+
+    def complete(self, prompt: str, **options: Any) -> Completion:
+        self.prompts.append(prompt)
+        return super().complete(prompt, **options)
+
+
+def test_draft_before_follow_and_trim_found_with_the_real_model(smollm2: LlamaCppModel, tmp_path: Path) -> None:
+    build_index(PASSAGES, tmp_path / "idx")
+    lm, tracer = Recording(smollm2), MemoryTracer()
+    settings = Settings(trigger="support", follow_names=True, draft_before_follow=True, trim_found=True, k=1,
+                        max_sentences=3, verify="flag")  # fmt: skip
+    Flare(lm, TantivyRetriever(tmp_path / "idx"), settings, tracer=tracer).answer(QUESTION)
+    steps = tracer.traces[0].steps
+    early = [s for s in steps if "predraft" in s.timings]
+    assert early, [s.sentence for s in steps]  # the first sentence names Ada Pemberton: a later step drafts first
+    for s in early:
+        said = [Sentence(x.sentence, False) for x in steps[: s.index] if x.sentence]
+        if s.predraft is None:  # kept: it repeats the answer, and nothing was searched
+            assert not s.queries and repeats_answer(s.sentence, QUESTION, said)
+        else:  # dropped: the names were searched for
+            assert s.queries
+    if any(r.id == "br-2" for s in steps[1:] for r in s.retrieved):  # her passage was followed: read cut
+        read = [p for p in lm.prompts if "Scottish engineer" in p]
+        assert read and all("long walks" not in p and "born in Dunmore" in p for p in read)
