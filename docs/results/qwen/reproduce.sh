@@ -12,6 +12,7 @@
 #   bash docs/results/qwen/reproduce.sh test4     # round 4: held-out lanes (2Wiki 300-399, a second world)
 #   bash docs/results/qwen/reproduce.sh dev5      # round 5: development (fair timing, follow_k, cited passages)
 #   bash docs/results/qwen/reproduce.sh test5     # round 5: held-out lanes
+#   bash docs/results/qwen/reproduce.sh test5more # round 5's lanes completed, and 2WikiMultihopQA 500-599
 #   bash docs/results/qwen/reproduce.sh dev6      # round 6: development (draft before following, trimmed passages)
 #   bash docs/results/qwen/reproduce.sh test6     # round 6: held-out lanes
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
@@ -122,7 +123,11 @@ test5_bridge() { ev --dataset $BRIDGE1 --offset 40 --limit 60 "${PAIR5[@]}" "${Q
 test5_world() { ev --dataset $WORLD1 --offset 73 --limit 27 "${PAIR5[@]}" "${LONG[@]}" --out $OUT/test5/world-s1; }
 test5_zh() { ev --dataset benchmarks/qinglan-zh --split test "${PAIR5[@]}" --out $OUT/test5/zh; }
 test5_asqa() { ev --dataset asqa --offset 200 --limit 100 "${PAIR5[@]}" "${LONG[@]}" --out $OUT/test5/asqa; }
+test5_2wiki_a() { ev --dataset 2wikimultihopqa --offset 500 --limit 50 "${PAIR5[@]}" "${QA[@]}" --out $OUT/test5/2wiki-500; }
+test5_2wiki_b() { ev --dataset 2wikimultihopqa --offset 550 --limit 50 "${PAIR5[@]}" "${QA[@]}" --out $OUT/test5/2wiki-550; }
 test5_lane1() { test5_2wiki; test5_musique; }
+test5_more1() { test5_musique; test5_2wiki_a; }  # added after round 6 (PROTOCOL.md): completes round 5
+test5_more2() { test5_asqa; test5_2wiki_b; }
 test5_lane2() { test5_bridge; test5_world; test5_zh; test5_asqa; }
 
 # -- round 6 (PROTOCOL.md, "Round 6"): draft before following names, found passages trimmed -------
@@ -159,10 +164,11 @@ case "${1:-all}" in
   test4) lanes test4_2wiki test4_world_then_bridge ;;
   dev5) lanes dev5_2wiki dev5_bridge_then_world ;;
   test5) lanes test5_lane1 test5_lane2 ;;
+  test5more) lanes test5_more1 test5_more2 ;;
   dev6) lanes dev6_base dev6_both ;;
   test6) lanes test6_2wiki test6_lane2 ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
-  *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|dev4|test4|dev5|test5|dev6|test6|report|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|dev4|test4|dev5|test5|test5more|dev6|test6|report|all]" >&2; exit 2 ;;
 esac
