@@ -132,6 +132,7 @@ class FlareDirect:
         one-sentence answer must also say every word of the question first: "So the answer is
         Lotes Nalshulok." after "Fuzote Labs was founded by Lotes Nalshulok." skips the hop the
         question asks for (where he was born).
+
         Otherwise ``None``: the draft is dropped (its text stays in the trace as ``predraft``).
         """
         piece = ctx.generate(base, "predraft")
@@ -144,7 +145,7 @@ class FlareDirect:
                 ctx.record.decision = "accept"
                 ctx.run.followed_upto = len(ctx.run.sentences)  # their names are not searched later
                 return Commit(piece, evidence, support=support)
-            ctx.record.draft_rejected()
+            ctx.record.clear_verdict()
         ctx.record.predraft = piece.text
         return None
 

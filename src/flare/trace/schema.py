@@ -73,6 +73,10 @@ class StepRecord:
     def draft_rejected(self) -> None:
         """The checked draft is not the sentence: keep its verdict as the draft's, clear the rest."""
         self.draft_support, self.draft_unsupported = self.support, self.unsupported
+        self.clear_verdict()
+
+    def clear_verdict(self) -> None:
+        """Forget the checker's verdict (the sentence it was about is not the step's)."""
         self.support, self.unsupported, self.coverage, self.lift = "unchecked", [], None, None
         self.leaked, self.claims, self.evidence = [], [], []
 
