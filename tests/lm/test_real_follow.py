@@ -27,7 +27,8 @@ pytestmark = pytest.mark.model
 BIO = ("Ada Pemberton was a Scottish engineer. She liked long walks by the sea. She kept bees. "
        "Ada Pemberton was born in Dunmore in 1809.")  # fmt: skip
 PASSAGES = [
-    Passage("br-1", "The Quillmere lighthouse was built in 1847 by the engineer Ada Pemberton.", "Quillmere"),
+    Passage("br-1", "The Quillmere lighthouse was built in 1847 by the engineer Ada Pemberton.",
+            "Quillmere lighthouse"),
     Passage("br-2", BIO, "Ada Pemberton"),
     Passage("br-3", "Dunmore is a fishing town on the Tay with a stone harbour.", "Dunmore"),
 ]
