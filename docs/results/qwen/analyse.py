@@ -14,7 +14,9 @@ Usage::
     python docs/results/qwen/analyse.py docs/results/qwen/test/*/results.jsonl > docs/results/qwen/tables.md
     python docs/results/qwen/analyse.py --plot docs/results/qwen/test2.png docs/results/qwen/test2/*/results.jsonl
 
-``--plot PNG`` also draws every paired difference with its interval, one row per lane and method.
+An argument ``a/results.jsonl+b/results.jsonl`` pools the questions of both files in one table
+(one lane's questions split in two). ``--plot PNG`` also draws every paired difference with its
+interval, one row per lane and method.
 """
 
 from __future__ import annotations
@@ -62,14 +64,17 @@ def share(records: list[dict[str, Any]], key: str) -> str:
 Paired = tuple[str, float, float, float, int]  # label, mean difference, low, high, n
 
 
-def table(path: Path, pairs: list[Paired] | None = None) -> None:
+def table(paths: list[Path], pairs: list[Paired] | None = None) -> None:
+    """One table per dataset of ``paths`` read together (several: one lane's questions pooled)."""
     by: dict[str, dict[str, dict[str, dict[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
-    for r in read_results(path):
-        if not r.get("error") and r.get("scores") and main_score(r) is not None:
-            by[r["dataset"]][r["method"]][r["id"]] = r
+    for path in paths:
+        for r in read_results(path):
+            if not r.get("error") and r.get("scores") and main_score(r) is not None:
+                by[r["dataset"]][r["method"]][r["id"]] = r
+    name = " + ".join(path.parent.name for path in paths)
     for dataset, methods in sorted(by.items()):
         base = methods.get(REFERENCE, {})
-        print(f"\n### {dataset} — `{path.parent.name}`\n")
+        print(f"\n### {dataset} — `{name}`\n")
         print("| method | n | score | shown unsupported | flagged | truth: unsupported | truth: cited unsupported "
               "| retrievals | LM calls | tokens evaluated | p50 s | Δ vs single [95%] | wins / losses "
               "| seconds vs single |")
@@ -92,7 +97,7 @@ def table(path: Path, pairs: list[Paired] | None = None) -> None:
                 wins, losses = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
                 slow = sum(recs[i]["seconds"] for i in ids) / max(1e-9, sum(base[i]["seconds"] for i in ids))
                 if pairs is not None:
-                    pairs.append((f"{path.parent.name}: {method}", statistics.mean(diffs), lo, hi, len(ids)))
+                    pairs.append((f"{name}: {method}", statistics.mean(diffs), lo, hi, len(ids)))
                 cells += [f"{statistics.mean(diffs):+.3f} [{lo:+.3f}, {hi:+.3f}] (n={len(ids)})",
                           f"{wins} / {losses}", f"{slow:.2f}×"]  # fmt: skip
             else:
@@ -125,7 +130,7 @@ if __name__ == "__main__":
     target = Path(args.pop(args.index("--plot") + 1)) if "--plot" in args else None
     args = [a for a in args if a != "--plot"]
     found: list[Paired] = []
-    for arg in args:
-        table(Path(arg), found)
+    for arg in args:  # a+b: the two files' questions in one table
+        table([Path(part) for part in arg.split("+")], found)
     if target is not None and found:
         plot(found, target)
