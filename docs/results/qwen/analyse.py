@@ -112,7 +112,8 @@ def plot(pairs: list[Paired], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 0.5 * len(pairs) + 1.2))
+    width = 5 + 0.07 * max(len(p[0]) for p in pairs)  # room for the labels on the left
+    fig, ax = plt.subplots(figsize=(width, 0.5 * len(pairs) + 1.2))
     for y, (_, mean, lo, hi, n) in enumerate(reversed(pairs)):
         ax.errorbar(mean, y, xerr=[[mean - lo], [hi - mean]], fmt="o", color="C0" if lo > 0 else "C7", capsize=3)
         ax.text(1.02, y, f"n={n}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
