@@ -11,8 +11,9 @@ from click.testing import CliRunner
 
 from flare.errors import InputError
 from flare.evaluate.datasets import load_dataset
-from flare.evaluate.harness import RESULTS_FILE, Job, read_results, run_eval
+from flare.evaluate.harness import RESULTS_FILE, Job, Task, read_results, run_eval
 from flare.evaluate.methods import expand, parse_method
+from flare.evaluate.prompts import load_prompt_set, prompt_set_for
 from flare.evaluate.report import summarise, write_report
 from flare.testing.memory import MemoryRetriever
 from flare.testing.scripted import ScriptedLM
@@ -152,3 +153,17 @@ def test_answers_with_the_cue_are_not_forced(tmp_path: Path) -> None:
     j, out = job(tmp_path), tmp_path / "out"
     run_eval([j], [parse_method("single")], ContinuationLM(), out, progress=False)
     assert all(r["forced"] is None and r["forced_seconds"] == 0 for r in read_results(out / RESULTS_FILE))
+
+
+@pytest.mark.parametrize(("task", "prompt_set"), [("long", "asqa"), ("short", "multihop")])
+def test_a_dataset_not_named_in_the_table_is_prompted_for_its_task(tmp_path: Path, task: Task, prompt_set: str) -> None:
+    # A second fictional world ("world-s1") writes paragraphs like "world": the paragraph
+    # exemplars, not the multi-hop chain of thought ending "So the answer is".
+    lm = ScriptedLM([("Question:", ScriptedLM.sentence(" Hitchcock's mother was Emma Jane Whelan."))])
+    ds = load_dataset(make_dataset(tmp_path))
+    run_eval([Job("world-s1", task, ds.select(limit=1), MemoryRetriever(DOCS))], [parse_method("single")], lm,
+             tmp_path / "out", progress=False, force=False)  # fmt: skip
+    (prompt,) = lm.calls
+    for name in ("asqa", "multihop"):
+        assert (load_prompt_set(name).exemplars[0].question in prompt) == (name == prompt_set)
+    assert prompt_set_for("world-s1", task) == prompt_set and prompt_set_for("asqa", "short") == "asqa"

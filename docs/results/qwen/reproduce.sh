@@ -13,6 +13,7 @@
 #   bash docs/results/qwen/reproduce.sh dev5      # round 5: development (fair timing, follow_k, cited passages)
 #   bash docs/results/qwen/reproduce.sh test5     # round 5: held-out lanes
 #   bash docs/results/qwen/reproduce.sh test5more # round 5's lanes completed, and 2WikiMultihopQA 500-599
+#   bash docs/results/qwen/reproduce.sh test5world # the seed-1 world's long form 100-159, paragraph exemplars
 #   bash docs/results/qwen/reproduce.sh dev6      # round 6: development (draft before following, trimmed passages)
 #   bash docs/results/qwen/reproduce.sh test6     # round 6: held-out lanes
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
@@ -128,6 +129,9 @@ test5_2wiki_b() { ev --dataset 2wikimultihopqa --offset 550 --limit 50 "${PAIR5[
 test5_lane1() { test5_2wiki; test5_musique; }
 test5_more1() { test5_musique; test5_2wiki_a; }  # added after round 6 (PROTOCOL.md): completes round 5
 test5_more2() { test5_asqa; test5_2wiki_b; }
+# The seed-1 world's long form with the paragraph exemplars (PROTOCOL.md: before this, world-s1 got the multi-hop set).
+test5_world_a() { ev --dataset $WORLD1 --offset 100 --limit 30 "${PAIR5[@]}" "${LONG[@]}" --out $OUT/test5/world-s1-100; }
+test5_world_b() { ev --dataset $WORLD1 --offset 130 --limit 30 "${PAIR5[@]}" "${LONG[@]}" --out $OUT/test5/world-s1-130; }
 test5_lane2() { test5_bridge; test5_world; test5_zh; test5_asqa; }
 
 # -- round 6 (PROTOCOL.md, "Round 6"): draft before following names, found passages trimmed -------
@@ -165,10 +169,11 @@ case "${1:-all}" in
   dev5) lanes dev5_2wiki dev5_bridge_then_world ;;
   test5) lanes test5_lane1 test5_lane2 ;;
   test5more) lanes test5_more1 test5_more2 ;;
+  test5world) lanes test5_world_a test5_world_b ;;
   dev6) lanes dev6_base dev6_both ;;
   test6) lanes test6_2wiki test6_lane2 ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
-  *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|dev4|test4|dev5|test5|test5more|dev6|test6|report|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [dev|test|dev2|test2|dev3|test3|dev4|test4|dev5|test5|test5more|test5world|dev6|test6|report|all]" >&2; exit 2 ;;
 esac

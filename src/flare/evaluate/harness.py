@@ -219,7 +219,7 @@ def run_eval(
             if job.task == "facts":
                 template = PromptTemplate.default(chosen, style=style)
             else:
-                template = template_for(job.dataset, layout=chosen, style=style)
+                template = template_for(job.dataset, task=job.task, layout=chosen, style=style)
             engine = Flare(lm, job.retriever, settings, template=template)
             # Every answer starts from the same cache: the prompt header, nothing of the question.
             # Without this a method would reuse the question's documents that the method before

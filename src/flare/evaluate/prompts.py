@@ -83,14 +83,20 @@ def load_prompt_set(name: str) -> PromptSet:
     return PromptSet(raw["name"], raw["instruction"], extra, exemplars)
 
 
-def prompt_set_for(dataset: str) -> str:
-    """The exemplar set a dataset uses (by its folder name)."""
-    return DATASET_PROMPTS.get(dataset, "multihop")
+# The set for a dataset not named above, by how its answers are scored: a second fictional world
+# (``world-s1``) writes paragraphs as ``world`` does, its bridge questions short answers.
+TASK_PROMPTS: dict[str, str] = {"long": "asqa", "yesno": "strategyqa"}
 
 
-def template_for(dataset: str, *, layout: Layout = "chatml", style: Style = "answer") -> PromptTemplate:
-    """The engine template for ``dataset`` in ``layout``, with exemplars annotated for ``style``."""
-    ps = load_prompt_set(prompt_set_for(dataset))
+def prompt_set_for(dataset: str, task: str | None = None) -> str:
+    """The exemplar set a dataset uses: by its folder name, else by its ``task``, else multi-hop."""
+    return DATASET_PROMPTS.get(dataset) or TASK_PROMPTS.get(task or "", "multihop")
+
+
+def template_for(dataset: str, *, task: str | None = None, layout: Layout = "chatml",
+                 style: Style = "answer") -> PromptTemplate:  # fmt: skip
+    """The engine template for ``dataset`` (scored as ``task``) in ``layout``, exemplars annotated for ``style``."""
+    ps = load_prompt_set(prompt_set_for(dataset, task))
     instruction = f"{ps.instruction} {ps.extra[style]}".strip()
     return PromptTemplate.build(layout, instruction, [(ex.docs, ex.question, ex.answers[style]) for ex in ps.exemplars])
 
