@@ -25,7 +25,7 @@ from flare.engine.step import OMIT, Commit, Outcome, Piece, StepContext, StepGen
 from flare.query.explicit import ask_questions, low_spans
 from flare.query.implicit import masked_query
 from flare.text import content_words, fold, join_words, split_sentences, words
-from flare.types import Passage, Sentence, TokenLogprob
+from flare.types import Hit, Passage, Sentence, TokenLogprob
 from flare.verify.support import Claim, Support, claims, subject
 
 MIN_QUERY_WORDS = 2  # fewer content words than this and a masked draft is not a query
@@ -91,11 +91,13 @@ class FlareDirect:
             return (yield from self._rewrite(ctx, piece, base, _unbacked(support)))
         base = ctx.run.first_docs if s.keep_first_docs or by_support else []
         if by_support and s.follow_names:
-            if s.draft_before_follow and follow_queries(ctx):
+            queries = follow_queries(ctx)
+            ctx.run.followed_upto = len(ctx.run.sentences)  # a step that adds no sentence searches nothing again
+            if s.draft_before_follow and queries:
                 repeated = self._repeat_before_follow(ctx, [*base, *ctx.run.followed])
                 if repeated is not None:
                     return repeated
-            base = [*base, *(yield from follow_names(ctx))]
+            base = [*base, *(yield from follow_names(ctx, queries))]
         piece = ctx.generate(base, "draft")
         _record_draft(ctx, piece)
         if not piece.text:  # the model ends the answer: accepted if sure, looked up if not
@@ -143,7 +145,6 @@ class FlareDirect:
             if support.passes:
                 _record_draft(ctx, piece)
                 ctx.record.decision = "accept"
-                ctx.run.followed_upto = len(ctx.run.sentences)  # their names are not searched later
                 return Commit(piece, evidence, support=support)
             ctx.record.clear_verdict()
         ctx.record.predraft = piece.text
@@ -176,7 +177,7 @@ class FlareDirect:
         if not hits and not seen:
             rec.decision = "no_evidence"
             return missing(ctx, piece)
-        found = [excerpt(h.passage, queries) if s.trim_found else h.passage for h in hits]
+        found = read_found(ctx, hits, queries)
         if found and s.conditional_commit and ctx.relevance(" ".join(queries), found) < s.min_relevance:
             rec.decision = "irrelevant"
             return Commit(piece, retrieved=True, grounded=False)
@@ -222,43 +223,45 @@ def hop_queries(ctx: StepContext, piece: Piece, base: Sequence[Passage], query: 
 
 
 def follow_queries(ctx: StepContext) -> list[str]:
-    """The searches :func:`follow_names` makes next: one per new name of the sentences not yet followed.
+    """The searches :func:`follow_names` makes for the last sentence, if no step has made them yet.
 
-    A new name is one the question and the sentences followed before do not say (at most
-    :data:`MAX_HOPS`); each is searched with the question's words those sentences lack.
+    One per new name of that sentence (one the question and the sentences before do not say, at
+    most :data:`MAX_HOPS`), each with the question's words the sentence lacks.
     """
     run = ctx.run
-    new = run.sentences[run.followed_upto :]
-    if not new or ctx.retrievals_left <= 0:
+    if len(run.sentences) <= run.followed_upto or ctx.retrievals_left <= 0:
         return []
-    said = " ".join(x.text for x in new)
-    known = content_words(" ".join([run.question, *(x.text for x in run.sentences[: run.followed_upto])]))
-    lacking = content_words(run.question) - content_words(said)
+    last = run.sentences[-1].text
+    known = content_words(" ".join([run.question, *(x.text for x in run.sentences[:-1])]))
+    lacking = content_words(run.question) - content_words(last)
     rest = [w for w in words(run.question) if fold(w) in lacking]
-    names = [n for n in names_in(said) if not content_words(n) & known][:MAX_HOPS]
+    names = [n for n in names_in(last) if not content_words(n) & known][:MAX_HOPS]
     return [join_words([n, *rest]) for n in names][: ctx.retrievals_left]
 
 
-def follow_names(ctx: StepContext) -> Generator[Event, None, list[Passage]]:
+def follow_names(ctx: StepContext, queries: Sequence[str]) -> Generator[Event, None, list[Passage]]:
     """The passages found so far for names the answer brought in (with ``follow_names``).
 
     A sentence that names what the question only describes ("The performer of the song was
     Aretha Franklin.") is backed by the question's documents, and then nothing would look up
     the named one's own passage, which holds the next hop (where she died). Each new name
-    (:func:`follow_queries`) is searched with the question's words the sentence lacks ("Aretha
-    Franklin place death"), past the passages already in the prompt; the best ``follow_k``
-    passages of each (cut to their :func:`excerpt` with ``trim_found``) join every later draft's
-    documents.
+    (``queries``, from :func:`follow_queries`) is searched with the question's words the sentence
+    lacks ("Aretha Franklin place death"), past the passages already in the prompt; the best
+    ``follow_k`` passages of each (see :func:`read_found`) join every later draft's documents.
     """
     run = ctx.run
-    queries = follow_queries(ctx)
-    run.followed_upto = len(run.sentences)  # a step that added no sentence searches nothing again
     if queries:
         yield Searching(ctx.index, len(queries))
         seen = {d.id for d in [*run.first_docs, *run.followed]}
-        hits = ctx.search(queries, exclude=seen, k=ctx.settings.follow_k)
-        run.followed.extend(excerpt(h.passage, queries) if ctx.settings.trim_found else h.passage for h in hits)
+        run.followed.extend(read_found(ctx, ctx.search(queries, exclude=seen, k=ctx.settings.follow_k), queries))
     return run.followed
+
+
+def read_found(ctx: StepContext, hits: Sequence[Hit], queries: Sequence[str]) -> list[Passage]:
+    """The passages of ``hits`` as a prompt reads them: whole, or their :func:`excerpt` with ``trim_found``."""
+    if ctx.settings.trim_found:
+        return [excerpt(h.passage, queries) for h in hits]
+    return [h.passage for h in hits]
 
 
 def repeats_answer(text: str, question: str, said: Sequence[Sentence]) -> bool:
