@@ -57,8 +57,7 @@ def main() -> None:
         for method, engine in engines.items():
             # Every answer starts with only the prompt header cached, as on a server that has
             # answered other questions: flare must not find single's first prompt cached.
-            template = engine.template_for(engine.settings, q)
-            cached.reset_cache(template.header + template.turn_open)
+            cached.reset_cache(engine.template_for(engine.settings, q).prefix)
             t0 = time.perf_counter()
             engine.answer(q)
             seconds[method].append(time.perf_counter() - t0)

@@ -114,3 +114,12 @@ def test_content_trigger_keeps_words_apart_across_space_tokens() -> None:
     draft = toks(("Released", 0.9), (" in", 0.1), (" ", 0.3), ("1941", 0.9), (".", 0.2))
     verdict = judge("Released in 1941.", draft, Settings(theta=0.5, trigger="content"))
     assert not verdict.retrieve and [t for t, _ in verdict.low_tokens] == []
+
+
+@pytest.mark.parametrize("layout", ["plain", "chatml"])
+def test_every_prompt_starts_with_the_template_prefix(layout: str) -> None:
+    t = PromptTemplate.default(layout)
+    docs = [Passage("d1", "The Quillmere lighthouse was built in 1847.", "Quillmere")]
+    for prompt in (t.render([], "Who?", ""), t.render(docs, "When was it built?", "It was built in 1847."),
+                   t.render_followup(docs, docs, "When?", "It was built.")):  # fmt: skip
+        assert prompt.startswith(t.prefix) and t.prefix.startswith(t.header)

@@ -213,6 +213,12 @@ class PromptTemplate:
         """This template for answers in ``language`` (see :meth:`adapted`)."""
         return self.adapted(language=language)
 
+    @property
+    def prefix(self) -> str:
+        """The text every prompt of this template starts with, whatever the question: what a
+        model's cache holds between questions (``lm.reset_cache(template.prefix)``)."""
+        return self.header + self.turn_open
+
     def render(self, docs: Sequence[Passage], question: str, answer_so_far: str) -> str:
         """The prompt; ``answer_so_far`` is appended last so later steps only extend it."""
         body = f"{_docs_block(docs, self.labels)}{self.labels.question}{defuse(question.strip())}"

@@ -224,7 +224,7 @@ def run_eval(
             # Every answer starts from the same cache: the prompt header, nothing of the question.
             # Without this a method would reuse the question's documents that the method before
             # it evaluated, and be timed as if they were free.
-            cached.reset_cache(template.header + template.turn_open)
+            cached.reset_cache(template.prefix)
             rec = answer_one(job, ex, spec.label, engine, settings, force=force)
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
             fh.flush()
