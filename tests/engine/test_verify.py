@@ -18,7 +18,7 @@ from flare.testing.scripted import ScriptedLM
 from flare.trace.schema import TraceRecord
 from flare.trace.tracers import MemoryTracer
 from flare.types import Hit, Passage, Sentence
-from tests.engine.support import BARE, DOCS, has_docs
+from tests.engine.support import BARE, DOCS, SONG, has_docs, says, song_lm, tail
 
 QUESTION = "Why did the founder of Versace die?"
 FIRST = " The founder of Versace was Gianni Versace."
@@ -32,23 +32,15 @@ REPORT = Passage("v3", "A police report says his gardener found Versace shot at 
                  "Police report", {"acl": ["public"], "year": 1997})  # fmt: skip
 
 
-def _tail(prompt: str) -> str:
-    return prompt.rsplit("Answer:", 1)[-1]
-
-
-def says(text: str, low: dict[str, float] | None = None) -> list[tuple[str, float]]:
-    return ScriptedLM.sentence(text + " And", low=low)
-
-
 def script(*regens: str, draft: str = DRAFT, low: dict[str, float] | None = None) -> ScriptedLM:
     """FIRST from the question's documents; an unsure draft; then ``regens`` in turn from documents."""
-    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith(("1997.", "1999.", "day.")), [])])
-    lm.add(lambda p: has_docs(p) and not _tail(p).strip(), says(FIRST))
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith(("1997.", "1999.", "day.")), [])])
+    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
     prompts: list[str] = []
 
     def nth(i: int) -> Callable[[str], bool]:
         def match(p: str) -> bool:
-            if not (has_docs(p) and _tail(p).strip() == FIRST.strip()):
+            if not (has_docs(p) and tail(p).strip() == FIRST.strip()):
                 return False
             if p not in prompts:
                 prompts.append(p)
@@ -93,7 +85,7 @@ def test_flag_marks_an_unsupported_sentence_and_cites_only_what_backs_it() -> No
     assert "v2" in step.evidence and ("Miami", "name", True, step.claims[2][3]) in step.claims  # v2 backs the rest
     assert step.lift is not None and step.lift > 0  # the passages made Miami Beach far likelier
     # The evidence lift scored the sentence after the very prompt its draft was written from.
-    drafts = [c for c in lm.calls if not has_docs(c) and _tail(c).strip() == FIRST.strip()]
+    drafts = [c for c in lm.calls if not has_docs(c) and tail(c).strip() == FIRST.strip()]
     assert any(prompt == drafts[0] and cont.strip() == BAD.strip() for prompt, cont in lm.scored)
 
 
@@ -124,7 +116,7 @@ def test_drop_removes_the_sentence_before_any_event_and_the_model_goes_on() -> N
     step = tracer.traces[0].steps[1]
     assert step.rejected == [BAD.strip()] and step.verify == "drop" and step.sentence == ""
     # The rejected sentence stays in the model's context, so it moves on instead of repeating it.
-    assert any(not has_docs(c) and _tail(c).rstrip().endswith("1999.") for c in lm.calls)
+    assert any(not has_docs(c) and tail(c).rstrip().endswith("1999.") for c in lm.calls)
     assert answer.stop_reason == "end"
 
 
@@ -170,8 +162,8 @@ def test_a_name_only_the_exemplars_contain_is_never_shown() -> None:
 
 
 def test_support_trigger_accepts_a_draft_its_documents_back_without_searching() -> None:
-    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("1997."), [])])
-    lm.add(lambda p: has_docs(p) and not _tail(p).strip(), says(FIRST))
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1997."), [])])
+    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
     lm.add(lambda p: has_docs(p), says(GOOD, low={"Miami": 0.05}))  # unsure, but backed
     # follow_names off: these tests count the searches for the drafts themselves.
     flare, tracer = run(lm, trigger="support", follow_names=False)
@@ -223,10 +215,10 @@ def test_the_sentence_after_a_restatement_is_checked_afresh() -> None:
     # words); the model's next sentence replaces it and must be checked itself, not pass on the
     # restatement's verdict.
     echo = " Was the founder of Versace Gianni Versace?"  # a question answers nothing
-    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("1999."), [])])
-    lm.add(lambda p: _tail(p).rstrip().endswith("Versace?"), says(BAD))
-    lm.add(lambda p: has_docs(p) and _tail(p).strip() == FIRST.strip(), says(echo))
-    lm.add(lambda p: has_docs(p) and not _tail(p).strip(), says(FIRST))
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1999."), [])])
+    lm.add(lambda p: tail(p).rstrip().endswith("Versace?"), says(BAD))
+    lm.add(lambda p: has_docs(p) and tail(p).strip() == FIRST.strip(), says(echo))
+    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
     flare, tracer = run(lm, trigger="support", verify="flag")
     answer = flare.answer(QUESTION)
     step = tracer.traces[0].steps[1]
@@ -244,9 +236,9 @@ class QuestionOnly(MemoryRetriever):
 
 @pytest.mark.parametrize("on_missing", ["omit", "stop", "keep"])
 def test_missing_evidence_falls_back_to_the_question_then_stops_omits_or_keeps(on_missing: str) -> None:
-    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("day."), [])])
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("day."), [])])
     lm.add(lambda p: has_docs(p), says(FIRST))
-    lm.add(lambda p: _tail(p).rstrip().endswith("1990."), says(" It was a sad day."))
+    lm.add(lambda p: tail(p).rstrip().endswith("1990."), says(" It was a sad day."))
     lm.add(lambda p: not has_docs(p), says(DRAFT, low=LOW))
     flare, tracer = run(lm, retriever=QuestionOnly(DOCS), on_missing=on_missing)
     answer = flare.answer(QUESTION)
@@ -269,10 +261,10 @@ def test_a_reworded_gap_counts_as_the_same_gap() -> None:
     assert run_state.count_gap(frozenset({"village", "region"})) == 1
     assert run_state.count_gap(frozenset({"village", "lies", "region"})) == 2  # reworded: same gap
     assert run_state.count_gap(frozenset({"river", "source"})) == 1
-    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("1997."), [])])
-    lm.add(lambda p: has_docs(p) and not _tail(p).strip(), says(FIRST))
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1997."), [])])
+    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
     lm.add(lambda p: has_docs(p), says(" He was shot."))
-    lm.add(lambda p: _tail(p).rstrip().endswith("shot."), says(" He was fatally shot in Rome in 1990.", low=LOW))
+    lm.add(lambda p: tail(p).rstrip().endswith("shot."), says(" He was fatally shot in Rome in 1990.", low=LOW))
     lm.add(lambda p: not has_docs(p), says(DRAFT, low=LOW))
     flare, tracer = run(lm, max_sentences=3)
     flare.answer(QUESTION)
@@ -291,8 +283,8 @@ def test_a_looping_sentence_is_cut_before_the_repeat_and_ends_the_answer() -> No
 
 
 def test_uncited_facts_are_flagged_and_uncited_prose_is_not() -> None:
-    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("year."), [])])
-    lm.add(lambda p: _tail(p).rstrip().endswith("1997."), says(" It was a sad year."))
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("year."), [])])
+    lm.add(lambda p: tail(p).rstrip().endswith("1997."), says(" It was a sad year."))
     lm.add(lambda p: True, says(GOOD))
     flare, _ = run(lm, method="none", verify="flag")
     answer = flare.answer(QUESTION)
@@ -303,7 +295,7 @@ def test_uncited_facts_are_flagged_and_uncited_prose_is_not() -> None:
 @pytest.mark.parametrize(("said", "flagged"), [("报销须在三个月内完成。", True), ("报销须在10个工作日内完成。", False)])
 def test_chinese_sentences_are_checked_with_chinese_words(said: str, flagged: bool) -> None:
     docs = [Passage("z1", "2026年境内差旅的报销须在十个工作日内完成。", "差旅报销办法", {"acl": ["staff"]})]
-    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("。"), [])])
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("。"), [])])
     lm.add(lambda p: True, ScriptedLM.sentence(said))
     flare, _ = run(lm, retriever=MemoryRetriever(docs), verify="flag")
     sentence = flare.answer("差旅报销需要多久？").sentences[0]
@@ -331,9 +323,9 @@ def test_support_trigger_searches_for_a_first_sentence_its_documents_do_not_back
     # retrieval's, and names a gardener and a year they do not state: it is searched for, and
     # rewritten with the new passage after the question's documents (their prompt prefix kept).
     bad, good = " He was shot by his gardener in 1999.", " His gardener found him shot in Miami Beach in 1997."
-    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("1997."), [])])
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1997."), [])])
     lm.add(lambda p: "police report" in p, says(good))
-    lm.add(lambda p: has_docs(p) and not _tail(p).strip(), says(bad))
+    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(bad))
     flare, tracer = run(lm, retriever=MemoryRetriever([*DOCS, REPORT]), trigger="support", follow_names=False,
                         k=2, verify="flag")  # fmt: skip
     answer = flare.answer(QUESTION)
@@ -360,7 +352,7 @@ def test_support_trigger_keeps_the_draft_when_its_search_finds_nothing_new() -> 
     assert step.decision == "retrieve" and step.queries and "1999" not in step.queries[0]
     assert answer.retrievals == 1 + len(step.queries) and answer.sentences[1].text == BAD.strip()
     assert answer.sentences[1].flagged
-    asked = [p for p in lm.calls if has_docs(p) and _tail(p).strip() == FIRST.strip()]
+    asked = [p for p in lm.calls if has_docs(p) and tail(p).strip() == FIRST.strip()]
     assert len(asked) == 1  # the draft only
 
 
@@ -384,9 +376,9 @@ def test_support_trigger_hops_through_the_entity_the_documents_name_for_the_draf
     question = "In which town does the company that makes the Seserlo bicycle have its head office?"
     bad = " The company that makes the Seserlo bicycle has its head office in Genbalir."
     good = " Zendek Textiles makes the Seserlo bicycle and has its head office in Dosborser."
-    lm = ScriptedLM([(lambda p: _tail(p).rstrip().endswith("Dosborser."), [])])
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("Dosborser."), [])])
     lm.add(lambda p: "Dosborser" in p.rsplit("Question:", 1)[0], says(good))
-    lm.add(lambda p: not _tail(p).strip(), says(bad))
+    lm.add(lambda p: not tail(p).strip(), says(bad))
     flare, tracer = run(lm, retriever=MemoryRetriever(BICYCLE), trigger="support", k=3, verify="flag")
     answer = flare.answer(question)
     first = tracer.traces[0].steps[0]
@@ -443,11 +435,6 @@ def test_render_followup_numbers_on_and_falls_back_to_one_block_for_plain_templa
     assert plain.render_followup(docs, new, "Where?", "") == plain.render([*docs, *new], "Where?", "")
 
 
-SONG = [
-    Passage("s1", "Blue Kettle is a song by Mara Ulvin, released in 1971.", "Blue Kettle"),
-    Passage("s2", "Blue Kettle was recorded in one afternoon.", "Blue Kettle (recording)"),
-    Passage("p1", "Mara Ulvin was a singer. She died in Korsk in 1999.", "Mara Ulvin"),
-]
 
 
 @pytest.mark.parametrize("follow", [True, False])
@@ -459,7 +446,7 @@ def test_follow_names_looks_up_the_name_a_backed_sentence_brings_in(follow: bool
     lm = ScriptedLM([(lambda p: p.rstrip().endswith("Korsk."), [])])
     lm.add(lambda p: "died in Korsk" in p.rsplit("Question:", 1)[0] and p.rstrip().endswith("Ulvin."), says(second))
     lm.add(lambda p: p.rstrip().endswith("Ulvin."), [])
-    lm.add(lambda p: not _tail(p).strip(), says(first))
+    lm.add(lambda p: not tail(p).strip(), says(first))
     flare, tracer = run(lm, retriever=MemoryRetriever(SONG), trigger="support", k=2, verify="flag",
                         follow_names=follow)  # fmt: skip
     answer = flare.answer(question)
@@ -483,7 +470,7 @@ def test_follow_k_reads_the_best_passages_of_each_name(follow_k: int) -> None:
     first, second = " The performer of Blue Kettle was Mara Ulvin.", " Mara Ulvin died in Korsk."
     lm = ScriptedLM([(lambda p: p.rstrip().endswith("Korsk."), [])])
     lm.add(lambda p: p.rstrip().endswith("Ulvin."), says(second))
-    lm.add(lambda p: not _tail(p).strip(), says(first))
+    lm.add(lambda p: not tail(p).strip(), says(first))
     flare, tracer = run(lm, retriever=MemoryRetriever([*SONG, noise]), trigger="support", k=2, verify="flag",
                         follow_k=follow_k)  # fmt: skip
     flare.answer(question)
@@ -502,7 +489,7 @@ def test_a_draft_backed_by_a_passage_the_answer_cites_needs_no_search() -> None:
     lm = ScriptedLM([(lambda p: p.rstrip().endswith("answer is Korsk."), [])])
     lm.add(lambda p: p.rstrip().endswith("died in Korsk."), says(" So the answer is Korsk."))
     lm.add(lambda p: p.rstrip().endswith("Ulvin."), says(second))
-    lm.add(lambda p: not _tail(p).strip(), says(first))
+    lm.add(lambda p: not tail(p).strip(), says(first))
     flare, tracer = run(lm, retriever=MemoryRetriever(SONG), trigger="support", k=2, verify="flag",
                         follow_names=False)  # fmt: skip
     answer = flare.answer(question)
@@ -519,20 +506,10 @@ def test_a_not_given_sentence_is_shown_without_citation_or_mark() -> None:
     # "The documents do not say where Mara Ulvin died." names her, and her passage is among the
     # documents; it states no fact, so it cites nothing and is not marked [?].
     lm = ScriptedLM([(lambda p: p.rstrip().endswith("died."), [])])
-    lm.add(lambda p: not _tail(p).strip(), says(" The documents do not say where Mara Ulvin died."))
+    lm.add(lambda p: not tail(p).strip(), says(" The documents do not say where Mara Ulvin died."))
     flare, _ = run(lm, retriever=MemoryRetriever(SONG), method="single", verify="flag")
     (sentence,) = flare.answer("Where did Mara Ulvin die?").sentences
     assert sentence.support == "no_claims" and sentence.citations == () and not sentence.flagged
-
-
-def song_lm(question_tail: Callable[[str], bool], *rules: tuple[Callable[[str], bool], str]) -> ScriptedLM:
-    """The first sentence names Mara Ulvin; ``rules`` write the later sentences; a prompt ending
-    ``question_tail`` ends the answer."""
-    lm = ScriptedLM([(question_tail, [])])
-    for match, text in rules:
-        lm.add(match, says(text))
-    lm.add(lambda p: not _tail(p).strip(), says(" The performer of Blue Kettle was Mara Ulvin."))
-    return lm
 
 
 @pytest.mark.parametrize("early", [True, False])

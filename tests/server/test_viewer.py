@@ -20,8 +20,7 @@ from flare.server import Limits, create_app
 from flare.testing.memory import MemoryRetriever
 from flare.testing.scripted import ScriptedLM
 from flare.trace.tracers import JsonlTracer
-from tests.engine.support import BARE
-from tests.engine.test_verify import SONG, song_lm
+from tests.engine.support import BARE, SONG, song_lm
 from tests.server.support import (
     DRAFT_SENTINEL,
     FINANCE_KEY,
