@@ -384,3 +384,66 @@ def test_score_gives_the_logprobs_of_a_given_continuation(smollm2: LlamaCppModel
     with pytest.raises(ModelError, match="empty"):
         smollm2.score("", "text")
     assert smollm2.score(STORY, "").tokens == ()
+
+
+# -- shift_cache: the cached text after an insertion is moved, not evaluated again ----------------
+
+PASSAGE = "[2] The Louvre, the largest art museum in the world, is in Paris on the right bank of the Seine.\n"
+LONG_QUESTION = ("Question: What is the capital of France, which river runs through it, and which large "
+                 "museum stands on its right bank?\nAnswer:")  # fmt: skip
+
+
+def test_insertion_finds_the_cached_run_after_inserted_tokens() -> None:
+    from flare.lm.llama import _insertion
+
+    tail = list(range(100, 130))
+    assert _insertion([1, 2, *tail], [1, 2, 7, 8, *tail, 9], 2) == (2, 30)
+    # The run stops one token short of the prompt's end, whose logits are needed.
+    assert _insertion([1, 2, *tail], [1, 2, 7, *tail], 2) == (1, 29)
+    # Only the start of the cached run is repeated (the answer grew): that much is kept.
+    assert _insertion([1, 2, *tail], [1, 2, 7, *tail[:20], 5, 5], 2) == (1, 20)
+    # A run shorter than 16 tokens, or none at all, is evaluated again.
+    assert _insertion([1, 2, *tail[:15]], [1, 2, 7, *tail[:15], 9], 2) is None
+    assert _insertion([1, 2, *tail], [1, 2, 7, 8, 9, *range(200, 240)], 2) is None
+    assert _insertion([1, 2, *tail], [1, 2, *tail[1:], 9], 2) is None  # a deletion is not an insertion
+
+
+@pytest.mark.model
+def test_shift_cache_evaluates_only_the_inserted_passage(make_llama: MakeLlama) -> None:
+    lm = make_llama(n_ctx=1024, n_contexts=1, shift_cache=True)
+    draft = HEADER + SEARCH + LONG_QUESTION
+    rewrite = HEADER + SEARCH + PASSAGE + LONG_QUESTION
+    lm.complete(draft, max_tokens=8)
+    shifted = lm.complete(rewrite, max_tokens=8)
+    # The passage and the prompt's last token are evaluated; the question is moved.
+    assert shifted.prompt_tokens_evaluated <= lm.count_tokens(PASSAGE) + 2
+    assert lm.stats.prompt_tokens_shifted >= lm.count_tokens(LONG_QUESTION) - 3
+    cold = make_llama(n_ctx=1024, n_contexts=1)
+    full = cold.complete(rewrite, max_tokens=8)
+    assert full.prompt_tokens_evaluated == full.prompt_tokens > shifted.prompt_tokens_evaluated + 20
+    # Without shifting, the same two calls evaluate the question again.
+    plain = make_llama(n_ctx=1024, n_contexts=1)
+    plain.complete(draft, max_tokens=8)
+    assert plain.complete(rewrite, max_tokens=8).prompt_tokens_evaluated >= lm.count_tokens(PASSAGE + LONG_QUESTION)
+
+
+@pytest.mark.model
+def test_shifted_insertion_sees_only_the_text_before_it(make_llama: MakeLlama) -> None:
+    """The inserted tokens are computed as in a cold evaluation of the text up to them.
+
+    After the shifted call, a prompt ending with the passage reads the passage's cached cells.
+    They match a cold model's up to rounding (llama.cpp's kernels round differently when other
+    cells share the cache, ~0.05 per token here); a passage that missed the prefix before it,
+    or saw the moved question, would be far off.
+    """
+    lm = make_llama(n_ctx=1024, n_contexts=1, shift_cache=True)
+    lm.complete(HEADER + SEARCH + LONG_QUESTION, max_tokens=4)
+    lm.complete(HEADER + SEARCH + PASSAGE + LONG_QUESTION, max_tokens=4)
+    assert lm.stats.prompt_tokens_shifted > 0
+    upto = HEADER + SEARCH + PASSAGE
+    cold = make_llama(n_ctx=1024, n_contexts=1)
+    text = cold.complete(upto, max_tokens=12).text
+    warm, fresh = lm.score(upto, text), cold.score(upto, text)
+    assert warm.prompt_tokens_evaluated < lm.count_tokens(upto) / 2  # it read the cached passage
+    gaps = [abs(a.logprob - b.logprob) for a, b in zip(warm.tokens, fresh.tokens, strict=True)]
+    assert sum(gaps) / len(gaps) < 0.1, gaps

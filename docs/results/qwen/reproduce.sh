@@ -16,6 +16,8 @@
 #   bash docs/results/qwen/reproduce.sh test5world # the seed-1 world's long form 100-159, paragraph exemplars
 #   bash docs/results/qwen/reproduce.sh dev6      # round 6: development (draft before following, trimmed passages)
 #   bash docs/results/qwen/reproduce.sh test6     # round 6: held-out lanes
+#   bash docs/results/qwen/reproduce.sh dev7      # round 7: development (cache shifted past insertions, follow_k=2)
+#   T7=METHOD bash docs/results/qwen/reproduce.sh test7 # round 7: held-out lanes for the chosen default
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -149,9 +151,26 @@ test6_bridge() { ev --dataset $BRIDGE1 --offset 100 --limit 60 "${PAIR6[@]}" "${
 test6_world() { ev --dataset $WORLD1 --offset 100 --limit 60 "${PAIR6[@]}" "${LONG[@]}" --out $OUT/test6/world-s1; }
 test6_lane2() { test6_bridge; test6_world; }
 
+# -- round 7 (PROTOCOL.md, "Round 7"): the cache moved past inserted passages; two followed passages a name --
+D7=flare:trigger=support,verify=flag,follow_names=true,follow_k=2
+WORLD2=docs/results/world/data/world-s2
+dev7_lane() {  # dev7_lane NAME METHOD [EVAL ARGS...]: round 6's development questions (base: dev6/*-base)
+  local name=$1 method=$2; shift 2
+  ev --dataset 2wikimultihopqa --limit 30 --method "$method" "${QA[@]}" "$@" --out $OUT/dev7/2wiki-$name
+  ev --dataset $BRIDGE --limit 20 --method "$method" "${QA[@]}" "$@" --out $OUT/dev7/bridge-$name
+  ev --dataset $WORLD --limit 20 --method "$method" "${LONG[@]}" "$@" --out $OUT/dev7/world-$name
+}
+dev7_shift() { dev7_lane shift "$D5" --shift-cache; }
+dev7_shift2() { dev7_lane shift2 "$D7" --shift-cache; }
+T7=${T7:-$D5}  # the default chosen by round 7's rule (PROTOCOL.md); its lanes add --shift-cache
+test7_2wiki() { ev --dataset 2wikimultihopqa --offset 600 --limit 100 --method single --method "$T7" "${QA[@]}" \
+                  --shift-cache --out $OUT/test7/2wiki; }
+test7_world() { ev --dataset $WORLD2 --offset 40 --limit 60 --method single --method "$T7" "${LONG[@]}" \
+                  --shift-cache --out $OUT/test7/world-s2; }
+
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
-             $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/*; do
+             $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/* $OUT/dev7/* $OUT/test7/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -172,6 +191,8 @@ case "${1:-all}" in
   test5world) lanes test5_world_a test5_world_b ;;
   dev6) lanes dev6_base dev6_both ;;
   test6) lanes test6_2wiki test6_lane2 ;;
+  dev7) lanes dev7_shift dev7_shift2 ;;
+  test7) lanes test7_2wiki test7_world ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;

@@ -402,7 +402,7 @@ def from_spec(rest: str, **options: Any) -> HFModel:
     applies, and its tokenizer reads its control tokens); ``n_contexts`` sets ``n_caches``;
     ``max_parallel`` is ignored (one model, one call at a time).
     """
-    for ignored in ("n_ctx", "special_tokens", "max_parallel"):
+    for ignored in ("n_ctx", "special_tokens", "max_parallel", "shift_cache"):
         options.pop(ignored, None)
     if "n_contexts" in options:
         value = options.pop("n_contexts")

@@ -16,6 +16,14 @@ generated tokens, computed one at a time, is not reused (measured: it would save
 evaluation in a FLARE loop). Warm calls then match cold ones bit for bit (x86-64, llama-cpp-python
 0.3.36).
 
+``shift_cache=True`` is the one exception, and opt-in. A prompt that inserts text into the middle
+of a cached one (passages added before the question, as FLARE's rewrites and followed names do)
+then keeps the cached text after the insertion: its cache entries are moved along by the
+inserted length (llama.cpp's position shift) and only the inserted tokens, which see the prefix
+before them, are evaluated. The text after the insertion was not computed with it in view, so
+results differ from a cold evaluation of the same prompt; the tokens generated afterwards see
+everything.
+
 Example::
 
     lm = LlamaCppModel(default_model_path())
@@ -57,6 +65,8 @@ __all__ = [
 
 # Smallest prompt batch: below it llama.cpp uses kernels that round differently (see above).
 _MIN_CHUNK = 8
+# Shortest run of cached tokens that ``shift_cache`` moves instead of evaluating again.
+_MIN_SHIFT = 16
 # A prompt "extends" a context when it keeps all of that context's previous prompt except for
 # this many trailing tokens (a boundary token may merge with the appended text).
 _EXTEND_SLACK = 2
@@ -70,6 +80,7 @@ class LlamaStats:
     calls: int = 0
     prompt_tokens: int = 0
     prompt_tokens_evaluated: int = 0
+    prompt_tokens_shifted: int = 0  # cached tokens moved past an insertion instead of evaluated
     generated_tokens: int = 0
     seconds: float = 0.0
 
@@ -92,7 +103,8 @@ class LlamaCppModel(ModelBase):
     the ``n_contexts`` contexts, ``n_threads`` defaults to ``$FLARE_THREADS`` or the CPU count.
     ``special_tokens`` lets prompt text such as ``<|im_start|>`` become control tokens: enable it
     only for prompts rendered from :attr:`chat_template`, since documents could otherwise inject
-    ``extra_buffers`` enables llama.cpp's weight repacking (AMX/AVX kernels); it is off because
+    ``shift_cache`` reuses the cached text after an insertion (see the module notes: it changes
+    results). ``extra_buffers`` enables llama.cpp's weight repacking (AMX/AVX kernels); it is off because
     the AMX path dies with SIGILL on hosts that advertise AMX but do not grant it (as in some
     sandboxes). ``library`` picks the llama.cpp build (:func:`open_llama_library`): the binary
     ``xllamacpp`` wheel by default, a compiled llama-cpp-python when installed.
@@ -117,6 +129,7 @@ class LlamaCppModel(ModelBase):
         special_tokens: bool = False,
         extra_buffers: bool = False,
         library: str | None = None,
+        shift_cache: bool = False,
     ) -> None:
         if n_ctx < 8:
             raise ConfigError(f"n_ctx must be at least 8, got {n_ctx}", hint="use e.g. 4096")
@@ -132,6 +145,7 @@ class LlamaCppModel(ModelBase):
         self.special_tokens = special_tokens
         self.extra_buffers = extra_buffers
         self.library = library
+        self.shift_cache = shift_cache
         self.stats = LlamaStats()
         self._lock = threading.RLock()
         self._C: Any = None
@@ -337,6 +351,13 @@ class LlamaCppModel(ModelBase):
         """
         self._clock += 1
         scored = [(common_prefix(c.tokens[: c.prompt_len], ids), c) for c in self._contexts]
+        if self.shift_cache:  # the context that keeps most of the prompt, past an insertion too
+            kept = [(n + (f[1] if (f := _insertion(c.tokens[: c.prompt_len], ids, n)) else 0), f, c)
+                    for n, c in scored]  # fmt: skip
+            most, found, context = max(kept, key=lambda k: (k[0], -k[2].last_used), default=(0, None, None))
+            if found and context is not None and most > max(n for n, _ in scored):
+                context.last_used = self._clock
+                return context
         best = max((n for n, _ in scored), default=0)
         # A context holding only the header "extends" every prompt; it is not the one to take
         # when another holds more of this prompt (the question's documents, say).
@@ -358,11 +379,44 @@ class LlamaCppModel(ModelBase):
         if keep == len(ids) == c.prompt_len and c.prompt_logits is not None:
             self._truncate(c, keep)  # same prompt again: its logits are still valid
             return c.prompt_logits, 0
+        if self.shift_cache and (found := _insertion(c.tokens[: c.prompt_len], ids, keep)):
+            size, reuse = found
+            if self._truncate(c, keep + reuse) == keep + reuse:  # drops the rest and what was generated
+                return self._insert(c, ids, keep, size, reuse)
         keep = self._truncate(c, max(0, min(keep, len(ids) - _MIN_CHUNK)))  # one batch ≥ _MIN_CHUNK
         self._decode(c, ids[keep:])
         logits = self._logits(c).copy()
         c.prompt_len, c.prompt_logits = len(ids), logits
         return logits, len(ids) - keep
+
+    def _insert(self, c: _Context, ids: list[int], at: int, size: int,
+                reuse: int) -> tuple[npt.NDArray[np.float32], int]:  # fmt: skip
+        """Evaluate ``ids``, whose ``size`` tokens from ``at`` are inserted before ``reuse`` cached ones.
+
+        The cached run moves ``size`` positions on; the inserted tokens are evaluated in a
+        second sequence that holds only the prefix, so they see it and not the moved run (as
+        their positions say), then join sequence 0; the tokens after the run follow as usual.
+        """
+        C = self._load()
+        memory = C.llama_get_memory(c.ptr)
+        end = at + reuse  # ``c`` holds exactly ``end`` tokens
+        C.llama_memory_seq_add(memory, 0, at, end, size)
+        C.llama_memory_seq_cp(memory, 0, 1, 0, at)
+        try:
+            self._batch(c, ids[at : at + size], start=at, seq=1)
+            C.llama_memory_seq_cp(memory, 1, 0, at, at + size)
+        except BaseException:
+            C.llama_memory_clear(memory, True)  # half an insertion: start this context over
+            c.tokens, c.prompt_len, c.prompt_logits = [], 0, None
+            raise
+        finally:
+            C.llama_memory_seq_rm(memory, 1, -1, -1)  # only sequence 0 holds cells between calls
+        c.tokens[at:at] = ids[at : at + size]
+        self._decode(c, ids[end + size :])
+        logits = self._logits(c).copy()
+        c.prompt_len, c.prompt_logits = len(ids), logits
+        self.stats.prompt_tokens_shifted += reuse
+        return logits, len(ids) - reuse - at
 
     def _truncate(self, c: _Context, keep: int) -> int:
         """Drop the cache past ``keep`` tokens; returns how many tokens are really kept."""
@@ -399,8 +453,18 @@ class LlamaCppModel(ModelBase):
         These tokens are never reused as a cached prompt (``prompt_len`` is not moved), so
         their batch sizes cannot change later results.
         """
-        C = self._load()
         out: list[npt.NDArray[np.float32]] = []
+        self._batch(c, ids, start=len(c.tokens), out=out)
+        c.tokens.extend(ids)
+        return out
+
+    def _batch(self, c: _Context, ids: Sequence[int], *, start: int, seq: int = 0,
+               out: list[npt.NDArray[np.float32]] | None = None) -> None:  # fmt: skip
+        """Evaluate ``ids`` at positions ``start``… of sequence ``seq``, in batches of ``n_batch``.
+
+        With ``out``, the logits after every token are appended to it. ``c.tokens`` is left as is.
+        """
+        C = self._load()
         size = C.llama_n_batch(c.ptr)
         for i in range(0, len(ids), size):
             chunk = ids[i : i + size]
@@ -408,21 +472,21 @@ class LlamaCppModel(ModelBase):
             try:
                 for j, tok in enumerate(chunk):
                     batch.token[j] = tok
-                    batch.pos[j] = len(c.tokens) + j
+                    batch.pos[j] = start + i + j
                     batch.n_seq_id[j] = 1
-                    batch.seq_id[j][0] = 0
-                    batch.logits[j] = 1
+                    batch.seq_id[j][0] = seq
+                    batch.logits[j] = 1 if out is not None else int(j == len(chunk) - 1)
                 batch.n_tokens = len(chunk)
                 rc = C.llama_decode(c.ptr, batch)
                 if rc != 0:
-                    raise ModelError(f"llama_decode failed with code {rc} while scoring", hint="raise n_ctx")
-                c.tokens.extend(chunk)
-                for j in range(len(chunk)):
-                    ptr = C.llama_get_logits_ith(c.ptr, j)
-                    out.append(np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).copy())
+                    raise ModelError(f"llama_decode failed with code {rc} at position {start + i}",
+                                     hint="the context window may be full; raise n_ctx")  # fmt: skip
+                if out is not None:
+                    for j in range(len(chunk)):
+                        ptr = C.llama_get_logits_ith(c.ptr, j)
+                        out.append(np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).copy())
             finally:
                 C.llama_batch_free(batch)
-        return out
 
     def _logits(self, c: _Context) -> npt.NDArray[np.float32]:
         C = self._load()
@@ -461,6 +525,8 @@ class LlamaCppModel(ModelBase):
         params.n_threads = params.n_threads_batch = self.n_threads
         params.swa_full = True  # sliding-window models (Gemma 3) must keep every position to reuse
         params.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_DISABLED  # its rounding varies by batch
+        if self.shift_cache:  # a second sequence evaluates insertions; one cache holds both
+            params.n_seq_max, params.kv_unified = 2, True
         ptr = C.llama_init_from_model(self._model, params)
         if ptr is None:
             raise ModelError(
@@ -468,6 +534,8 @@ class LlamaCppModel(ModelBase):
                 hint="lower n_ctx or n_contexts (memory)",
             )
         self._context_ptrs.append(ptr)  # freed before the weights
+        if self.shift_cache and not C.llama_memory_can_shift(C.llama_get_memory(ptr)):
+            self.shift_cache = False  # e.g. a recurrent model: its cache cannot move; evaluate as usual
         context = _Context(ptr)
         self._contexts.append(context)
         return context
@@ -515,6 +583,27 @@ class LlamaCppModel(ModelBase):
                 ids = self._bias_ids[key] = np.flatnonzero(match)
             vec[ids] += value
         return vec
+
+
+def _insertion(cached: Sequence[int], ids: Sequence[int], at: int) -> tuple[int, int] | None:
+    """``(size, reuse)`` when ``ids`` inserts ``size`` tokens at ``at`` before ``reuse`` of ``cached[at:]``.
+
+    ``ids`` and ``cached`` share their first ``at`` tokens; the longest run of ``cached[at:]``
+    that ``ids`` repeats after the insertion must be at least :data:`_MIN_SHIFT` tokens, and it
+    stops one token short of the prompt's end, which is evaluated for its logits.
+
+        >>> _insertion([1, 2] + list(range(100, 120)), [1, 2, 7, 8] + list(range(100, 120)) + [9], 2)
+        (2, 20)
+    """
+    tail = cached[at:]
+    if len(tail) < _MIN_SHIFT:
+        return None
+    head = list(tail[:_MIN_SHIFT])
+    for size in range(1, len(ids) - at - _MIN_SHIFT):
+        if list(ids[at + size : at + size + _MIN_SHIFT]) == head:
+            reuse = min(common_prefix(tail, ids[at + size :]), len(ids) - at - size - 1)
+            return (size, reuse) if reuse >= _MIN_SHIFT else None
+    return None
 
 
 def _resolve_threads(n_threads: int | None) -> int:

@@ -200,7 +200,7 @@ def from_spec(rest: str, **options: Any) -> LlamaServerModel:
     from flare.config import DEFAULT_MODEL
     from flare.lm.bundled import BUNDLED, assemble, default_model_path, gemma3_model_path
 
-    for ignored in ("n_contexts", "special_tokens"):
+    for ignored in ("n_contexts", "special_tokens", "shift_cache"):
         options.pop(ignored, None)
     model = rest or DEFAULT_MODEL
     if model == "smollm2":

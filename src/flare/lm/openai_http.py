@@ -498,7 +498,7 @@ def from_spec(rest: str, **options: Any) -> OpenAIHTTPModel:
     ``n_threads``/``n_ctx``/``n_contexts``/``special_tokens`` are settings of the server (which
     tokenizes as it was started to), so they are ignored.
     """
-    for ignored in ("n_threads", "n_ctx", "n_contexts", "special_tokens"):
+    for ignored in ("n_threads", "n_ctx", "n_contexts", "special_tokens", "shift_cache"):
         options.pop(ignored, None)
     url, _, model = rest.partition("#")
     if not url:
