@@ -4,8 +4,11 @@ Prints, per method: wall seconds per answer, LM tokens evaluated (prompt tokens 
 evaluated + generated) per output token, retrievals per answer, share of sentences retrieved and
 LM calls per answer — then the FLARE / single ratio of each. Both methods answer a question before
 the next, each from a cache holding only the prompt header (as ``flare eval`` times them).
+``--shift-cache`` adds a third column, FLARE on a second copy of the model with llama.cpp's
+``shift_cache`` (the cached question and answer moved past inserted passages, not evaluated again).
 
     .venv/bin/python benchmarks/bench_flare_vs_single.py --dataset 2wikimultihopqa --n 10 --model smollm2
+    .venv/bin/python benchmarks/bench_flare_vs_single.py --dataset world --n 6 --model qwen1.5b --shift-cache
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--theta", type=float, default=None)
+    ap.add_argument("--shift-cache", action="store_true", help="also run FLARE with llama.cpp's shift_cache")
     args = ap.parse_args()
 
     data = dataset_dir(args.dataset)  # a name under $FLARE_DATA (else ../shared/data) or a folder
@@ -43,21 +47,25 @@ def main() -> None:
         build_index(load_corpus(data / "corpus.jsonl"), index)
     lines = (data / "questions.jsonl").read_text(encoding="utf-8").splitlines()
     questions = [json.loads(x)["question"] for x in lines[args.offset : args.offset + args.n]]
-    lm = resolve_model(args.model, n_threads=args.threads)
+    lms = {"single": resolve_model(args.model, n_threads=args.threads)}
+    lms["flare"] = lms["single"]
+    if args.shift_cache:  # its own copy: the option belongs to the model, not to a request
+        lms["flare+shift"] = resolve_model(args.model, n_threads=args.threads, shift_cache=True)
     retriever = TantivyRetriever(index)
     base = Settings(max_sentences=6) if args.theta is None else Settings(max_sentences=6, theta=args.theta)
-    lm.complete("warm up", max_tokens=1)
+    for lm in lms.values():
+        lm.complete("warm up", max_tokens=1)
 
-    methods = ("single", "flare")
+    methods = tuple(lms)
     tracers = {m: MemoryTracer() for m in methods}
-    engines = {m: Flare(lm, retriever, base.with_overrides(method=m), tracer=tracers[m]) for m in methods}
+    engines = {m: Flare(lms[m], retriever, base.with_overrides(method=m.split("+")[0]), tracer=tracers[m])
+               for m in methods}  # fmt: skip
     seconds: dict[str, list[float]] = {m: [] for m in methods}
-    cached = declared(lm)
-    for q in questions:  # both methods on a question before the next: the same load for both
+    for q in questions:  # every method on a question before the next: the same load for all
         for method, engine in engines.items():
             # Every answer starts with only the prompt header cached, as on a server that has
             # answered other questions: flare must not find single's first prompt cached.
-            cached.reset_cache(engine.template_for(engine.settings, q).prefix)
+            declared(lms[method]).reset_cache(engine.template_for(engine.settings, q).prefix)
             t0 = time.perf_counter()
             engine.answer(q)
             seconds[method].append(time.perf_counter() - t0)
@@ -76,12 +84,13 @@ def main() -> None:
             "lm_calls_per_answer": sum(t.lm_calls for t in traces) / len(traces),
             "sentences_per_answer": sentences / len(traces),
         }
-    print(f"{args.dataset}: {len(questions)} questions, model {lm.name}")
-    print(f"{'metric':32} {'single':>10} {'flare':>10} {'flare/single':>13}")
+    print(f"{args.dataset}: {len(questions)} questions, model {lms['single'].name}")
+    others = methods[1:]
+    print(f"{'metric':32} {'single':>10}" + "".join(f" {m:>11} {m + '/single':>18}" for m in others))
     for key in rows["single"]:
-        a, b = rows["single"][key], rows["flare"][key]
-        ratio = f"{b / a:.2f}" if a else "-"
-        print(f"{key:32} {a:10.3f} {b:10.3f} {ratio:>13}")
+        a = rows["single"][key]
+        cells = "".join(f" {rows[m][key]:11.3f} {rows[m][key] / a if a else float('nan'):18.2f}" for m in others)
+        print(f"{key:32} {a:10.3f}{cells}")
 
 
 if __name__ == "__main__":

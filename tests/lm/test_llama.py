@@ -19,6 +19,7 @@ from flare.errors import ConfigError, ModelError
 from flare.lm import registry
 from flare.lm.base import LanguageModel
 from flare.lm.llama import (
+    _MIN_CHUNK,
     LlamaCppModel,
     cut_at_stop,
     default_model_path,
@@ -445,5 +446,26 @@ def test_shifted_insertion_sees_only_the_text_before_it(make_llama: MakeLlama) -
     text = cold.complete(upto, max_tokens=12).text
     warm, fresh = lm.score(upto, text), cold.score(upto, text)
     assert warm.prompt_tokens_evaluated < lm.count_tokens(upto) / 2  # it read the cached passage
+    gaps = [abs(a.logprob - b.logprob) for a, b in zip(warm.tokens, fresh.tokens, strict=True)]
+    assert sum(gaps) / len(gaps) < 0.1, gaps
+
+
+@pytest.mark.model
+def test_a_draft_after_a_shifted_rewrite_goes_on_from_the_draft_before_it(make_llama: MakeLlama) -> None:
+    """Draft, rewrite with a passage inserted, then the next draft without it (FLARE's order).
+
+    The next draft undoes the insertion (its cache holds the question and answer as the first
+    draft left them, computed without the passage), so only the new sentence is evaluated;
+    and it reads as a cold model's reading of the same prompt, up to rounding.
+    """
+    lm = make_llama(n_ctx=1024, n_contexts=1, shift_cache=True)
+    draft = HEADER + SEARCH + LONG_QUESTION
+    lm.complete(draft, max_tokens=4)
+    lm.complete(HEADER + SEARCH + PASSAGE + LONG_QUESTION, max_tokens=4)
+    sentence = " Paris is the capital of France, and the Seine runs through it."
+    cold = make_llama(n_ctx=1024, n_contexts=1)
+    text = " The Louvre is on its right bank."
+    warm, fresh = lm.score(draft + sentence, text), cold.score(draft + sentence, text)
+    assert warm.prompt_tokens_evaluated <= lm.count_tokens(sentence) + _MIN_CHUNK + len(fresh.tokens) + 2
     gaps = [abs(a.logprob - b.logprob) for a, b in zip(warm.tokens, fresh.tokens, strict=True)]
     assert sum(gaps) / len(gaps) < 0.1, gaps

@@ -17,7 +17,8 @@
 #   bash docs/results/qwen/reproduce.sh dev6      # round 6: development (draft before following, trimmed passages)
 #   bash docs/results/qwen/reproduce.sh test6     # round 6: held-out lanes
 #   bash docs/results/qwen/reproduce.sh dev7      # round 7: development (cache shifted past insertions, follow_k=2)
-#   T7=METHOD bash docs/results/qwen/reproduce.sh test7 # round 7: held-out lanes for the chosen default
+#   bash docs/results/qwen/reproduce.sh dev7u     # round 7: the chosen lane again, insertions undone
+#   bash docs/results/qwen/reproduce.sh test7     # round 7: held-out lanes for the chosen default
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -162,7 +163,13 @@ dev7_lane() {  # dev7_lane NAME METHOD [EVAL ARGS...]: round 6's development que
 }
 dev7_shift() { dev7_lane shift "$D5" --shift-cache; }
 dev7_shift2() { dev7_lane shift2 "$D7" --shift-cache; }
-T7=${T7:-$D5}  # the default chosen by round 7's rule (PROTOCOL.md); its lanes add --shift-cache
+# The check of the chosen lane with the insertion undone for the next draft (PROTOCOL.md, round 7 addendum).
+dev7u_2wiki() { ev --dataset 2wikimultihopqa --limit 30 --method "$D7" "${QA[@]}" --shift-cache --out $OUT/dev7/2wiki-shift2u; }
+dev7u_rest() {
+  ev --dataset $BRIDGE --limit 20 --method "$D7" "${QA[@]}" --shift-cache --out $OUT/dev7/bridge-shift2u
+  ev --dataset $WORLD --limit 20 --method "$D7" "${LONG[@]}" --shift-cache --out $OUT/dev7/world-shift2u
+}
+T7=${T7:-$D7}  # the default chosen by round 7's rule (PROTOCOL.md); its lanes add --shift-cache
 test7_2wiki() { ev --dataset 2wikimultihopqa --offset 600 --limit 100 --method single --method "$T7" "${QA[@]}" \
                   --shift-cache --out $OUT/test7/2wiki; }
 test7_world() { ev --dataset $WORLD2 --offset 40 --limit 60 --method single --method "$T7" "${LONG[@]}" \
@@ -192,6 +199,7 @@ case "${1:-all}" in
   dev6) lanes dev6_base dev6_both ;;
   test6) lanes test6_2wiki test6_lane2 ;;
   dev7) lanes dev7_shift dev7_shift2 ;;
+  dev7u) lanes dev7u_2wiki dev7u_rest ;;
   test7) lanes test7_2wiki test7_world ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;

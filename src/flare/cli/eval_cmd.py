@@ -56,9 +56,10 @@ from flare.evaluate.world.score import truth_scores
 @click.option("--special-tokens/--no-special-tokens", default=True, show_default=True,
               help="Read <|im_start|> etc. in prompts as control tokens, as the chat models were trained; "
                    "safe here because evaluation passages are a trusted, fixed pool.")
-@click.option("--shift-cache", is_flag=True,
-              help="llama.cpp: reuse the cached question and answer after passages inserted before them "
-                   "(fewer tokens evaluated; results differ from a cold evaluation).")
+@click.option("--shift-cache/--no-shift-cache", default=None,
+              help="llama.cpp: move the cached question and answer past passages inserted before them instead "
+                   "of evaluating them again (fewer tokens; results differ from a cold evaluation). Default: the "
+                   "model's (on for the bundled Qwen models).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Any setting for every method, e.g. --set max_output_tokens=128 (same as its flag). Repeatable.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True,
@@ -83,7 +84,7 @@ def eval_command(
     split: str | None,
     threads: int | None,
     special_tokens: bool,
-    shift_cache: bool,
+    shift_cache: bool | None,
     sets: tuple[str, ...],
     out_dir: Path,
     index_cache: Path,
@@ -117,7 +118,7 @@ def eval_command(
             jobs.append(Job(ds.name, task, examples, retriever, truth_scores(ds.folder), metadata))
         from flare.lm.registry import resolve_model
 
-        backend = {"shift_cache": True} if shift_cache else {}
+        backend = {} if shift_cache is None else {"shift_cache": shift_cache}
         lm = resolve_model(overrides.get("model"), n_threads=threads, special_tokens=special_tokens, **backend)
         try:
             ran = run_eval(jobs, specs, lm, out_dir, overrides=overrides, retry_failed=retry_failed,

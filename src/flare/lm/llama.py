@@ -22,7 +22,8 @@ then keeps the cached text after the insertion: its cache entries are moved alon
 inserted length (llama.cpp's position shift) and only the inserted tokens, which see the prefix
 before them, are evaluated. The text after the insertion was not computed with it in view, so
 results differ from a cold evaluation of the same prompt; the tokens generated afterwards see
-everything.
+everything. A later prompt without the inserted text (FLARE's next draft after a rewrite) undoes
+the insertion: the moved text goes back, as it was computed before, and the prompt goes on from it.
 
 Example::
 
@@ -94,6 +95,16 @@ class _Context:
     prompt_len: int = 0  # length of the last prompt evaluated here (in batches)
     prompt_logits: npt.NDArray[np.float32] | None = None  # logits after that prompt's last token
     last_used: int = -1
+    # shift_cache: the last insertion, (at, size, end). Tokens[at:at + size] were inserted;
+    # tokens[at + size:end] were computed before that, without them in view.
+    inserted: tuple[int, int, int] | None = None
+
+    def before_insertion(self) -> list[int] | None:
+        """The prompt this context held before its last insertion, as far as it is still cached."""
+        if self.inserted is None:
+            return None
+        at, size, end = self.inserted
+        return self.tokens[:at] + self.tokens[at + size : end]
 
 
 class LlamaCppModel(ModelBase):
@@ -351,11 +362,10 @@ class LlamaCppModel(ModelBase):
         """
         self._clock += 1
         scored = [(common_prefix(c.tokens[: c.prompt_len], ids), c) for c in self._contexts]
-        if self.shift_cache:  # the context that keeps most of the prompt, past an insertion too
-            kept = [(n + (f[1] if (f := _insertion(c.tokens[: c.prompt_len], ids, n)) else 0), f, c)
-                    for n, c in scored]  # fmt: skip
-            most, found, context = max(kept, key=lambda k: (k[0], -k[2].last_used), default=(0, None, None))
-            if found and context is not None and most > max(n for n, _ in scored):
+        if self.shift_cache:  # the context that keeps most of the prompt, moving cached text if need be
+            most, context = max(((self._kept(c, ids)[0], c) for c in self._contexts),
+                                key=lambda k: (k[0], -k[1].last_used), default=(0, None))  # fmt: skip
+            if context is not None and most > max(n for n, _ in scored):
                 context.last_used = self._clock
                 return context
         best = max((n for n, _ in scored), default=0)
@@ -379,6 +389,9 @@ class LlamaCppModel(ModelBase):
         if keep == len(ids) == c.prompt_len and c.prompt_logits is not None:
             self._truncate(c, keep)  # same prompt again: its logits are still valid
             return c.prompt_logits, 0
+        if self.shift_cache and self._kept(c, ids)[1]:
+            self._undo_insertion(c)  # the prompt goes on from what the context held before it
+            keep = common_prefix(c.tokens[: c.prompt_len], ids)
         if self.shift_cache and (found := _insertion(c.tokens[: c.prompt_len], ids, keep)):
             size, reuse = found
             if self._truncate(c, keep + reuse) == keep + reuse:  # drops the rest and what was generated
@@ -388,6 +401,36 @@ class LlamaCppModel(ModelBase):
         logits = self._logits(c).copy()
         c.prompt_len, c.prompt_logits = len(ids), logits
         return logits, len(ids) - keep
+
+    def _kept(self, c: _Context, ids: list[int]) -> tuple[int, bool]:
+        """How many tokens of ``ids`` ``c`` can keep (moving cached text past an insertion), and
+        whether it keeps more by undoing its last insertion first (a draft after a rewrite)."""
+
+        def kept(cached: list[int]) -> int:
+            n = common_prefix(cached, ids)
+            found = _insertion(cached, ids, n)
+            return n + (found[1] if found else 0)
+
+        now = kept(c.tokens[: c.prompt_len])
+        before = c.before_insertion()
+        then = kept(before) if before is not None else -1
+        return max(now, then), then > now
+
+    def _undo_insertion(self, c: _Context) -> None:
+        """Remove ``c``'s last inserted tokens and move the text after them back: the cache then
+        holds what it held before the insertion (up to where that text ended)."""
+        assert c.inserted is not None
+        at, size, end = c.inserted
+        before = c.before_insertion() or []
+        C = self._load()
+        memory = C.llama_get_memory(c.ptr)
+        if C.llama_memory_seq_rm(memory, 0, end, -1) and C.llama_memory_seq_rm(memory, 0, at, at + size):
+            C.llama_memory_seq_add(memory, 0, at + size, end, -size)
+            c.tokens = before
+        else:
+            C.llama_memory_clear(memory, True)
+            c.tokens = []
+        c.prompt_len, c.prompt_logits, c.inserted = len(c.tokens), None, None
 
     def _insert(self, c: _Context, ids: list[int], at: int, size: int,
                 reuse: int) -> tuple[npt.NDArray[np.float32], int]:  # fmt: skip
@@ -407,7 +450,7 @@ class LlamaCppModel(ModelBase):
             C.llama_memory_seq_cp(memory, 1, 0, at, at + size)
         except BaseException:
             C.llama_memory_clear(memory, True)  # half an insertion: start this context over
-            c.tokens, c.prompt_len, c.prompt_logits = [], 0, None
+            c.tokens, c.prompt_len, c.prompt_logits, c.inserted = [], 0, None, None
             raise
         finally:
             C.llama_memory_seq_rm(memory, 1, -1, -1)  # only sequence 0 holds cells between calls
@@ -415,6 +458,7 @@ class LlamaCppModel(ModelBase):
         self._decode(c, ids[end + size :])
         logits = self._logits(c).copy()
         c.prompt_len, c.prompt_logits = len(ids), logits
+        c.inserted = (at, size, end + size)
         self.stats.prompt_tokens_shifted += reuse
         return logits, len(ids) - reuse - at
 
@@ -430,6 +474,9 @@ class LlamaCppModel(ModelBase):
         del c.tokens[keep:]
         if keep < c.prompt_len:
             c.prompt_len, c.prompt_logits = 0, None
+        if c.inserted is not None:  # what is left of the last insertion
+            at, size, end = c.inserted
+            c.inserted = (at, size, min(end, keep)) if keep >= at + size else None
         return keep
 
     def _decode(self, c: _Context, ids: Sequence[int]) -> None:

@@ -131,6 +131,9 @@ def _bundled(model: PartedModel) -> ModelFactory:
         # questions (docs/results/qwen/PROTOCOL.md); the engine defuses their spellings in
         # documents and questions.
         options.setdefault("special_tokens", True)
+        # Passages inserted before the question move its cache instead of evaluating it again:
+        # chosen on development questions (docs/results/qwen/PROTOCOL.md, round 7).
+        options.setdefault("shift_cache", True)
         return _in_process(assemble(model), options)
 
     return factory
