@@ -572,6 +572,8 @@ class LlamaCppModel(ModelBase):
         params.n_threads = params.n_threads_batch = self.n_threads
         params.swa_full = True  # sliding-window models (Gemma 3) must keep every position to reuse
         params.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_DISABLED  # its rounding varies by batch
+        if self.shift_cache and "kv_unified" not in {f[0] for f in type(params)._fields_}:
+            self.shift_cache = False  # a llama.cpp build without one cache for all sequences
         if self.shift_cache:  # a second sequence evaluates insertions; one cache holds both
             params.n_seq_max, params.kv_unified = 2, True
         ptr = C.llama_init_from_model(self._model, params)
