@@ -501,7 +501,12 @@ class LlamaCppModel(ModelBase):
         their batch sizes cannot change later results.
         """
         out: list[npt.NDArray[np.float32]] = []
-        self._batch(c, ids, start=len(c.tokens), out=out)
+        try:
+            self._batch(c, ids, start=len(c.tokens), out=out)
+        except ModelError:  # drop what a failed batch left, so the cache holds exactly ``tokens``
+            C = self._load()
+            C.llama_memory_seq_rm(C.llama_get_memory(c.ptr), 0, len(c.tokens), -1)
+            raise
         c.tokens.extend(ids)
         return out
 
