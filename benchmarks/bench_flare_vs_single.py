@@ -4,8 +4,9 @@ Prints, per method: wall seconds per answer, LM tokens evaluated (prompt tokens 
 evaluated + generated) per output token, retrievals per answer, share of sentences retrieved and
 LM calls per answer — then the FLARE / single ratio of each. Both methods answer a question before
 the next, each from a cache holding only the prompt header (as ``flare eval`` times them).
-``--shift-cache`` adds a third column, FLARE on a second copy of the model with llama.cpp's
-``shift_cache`` (the cached question and answer moved past inserted passages, not evaluated again).
+``--shift-cache`` runs single and FLARE with llama.cpp's ``shift_cache`` off and adds a third column,
+FLARE on a second copy of the model with it on (the cached question and answer moved past inserted
+passages, not evaluated again); without it every method runs with the model's default.
 
     .venv/bin/python benchmarks/bench_flare_vs_single.py --dataset 2wikimultihopqa --n 10 --model smollm2
     .venv/bin/python benchmarks/bench_flare_vs_single.py --dataset world --n 6 --model qwen1.5b --shift-cache
@@ -47,9 +48,12 @@ def main() -> None:
         build_index(load_corpus(data / "corpus.jsonl"), index)
     lines = (data / "questions.jsonl").read_text(encoding="utf-8").splitlines()
     questions = [json.loads(x)["question"] for x in lines[args.offset : args.offset + args.n]]
-    lms = {"single": resolve_model(args.model, n_threads=args.threads)}
+    # With --shift-cache, single and flare run with it off (whatever the model's default) and
+    # flare+shift on its own copy of the model with it on: the option belongs to the model.
+    off = {"shift_cache": False} if args.shift_cache else {}
+    lms = {"single": resolve_model(args.model, n_threads=args.threads, **off)}
     lms["flare"] = lms["single"]
-    if args.shift_cache:  # its own copy: the option belongs to the model, not to a request
+    if args.shift_cache:
         lms["flare+shift"] = resolve_model(args.model, n_threads=args.threads, shift_cache=True)
     retriever = TantivyRetriever(index)
     base = Settings(max_sentences=6) if args.theta is None else Settings(max_sentences=6, theta=args.theta)
