@@ -19,6 +19,7 @@
 #   bash docs/results/qwen/reproduce.sh dev7      # round 7: development (cache shifted past insertions, follow_k=2)
 #   bash docs/results/qwen/reproduce.sh dev7u     # round 7: the chosen lane again, insertions undone
 #   bash docs/results/qwen/reproduce.sh test7     # round 7: held-out lanes for the chosen default
+#   bash docs/results/qwen/reproduce.sh test7more # round 7: the Chinese test set and ASQA 300-349
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -174,6 +175,10 @@ test7_2wiki() { ev --dataset 2wikimultihopqa --offset 600 --limit 100 --method s
                   --shift-cache --out $OUT/test7/2wiki; }
 test7_world() { ev --dataset $WORLD2 --offset 40 --limit 60 --method single --method "$T7" "${LONG[@]}" \
                   --shift-cache --out $OUT/test7/world-s2; }
+test7_zh() { ev --dataset benchmarks/qinglan-zh --split test --method single --method "$T7" --shift-cache \
+               --out $OUT/test7/zh; }
+test7_asqa() { ev --dataset asqa --offset 300 --limit 50 --method single --method "$T7" "${LONG[@]}" --shift-cache \
+                 --out $OUT/test7/asqa; }
 
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
@@ -201,6 +206,7 @@ case "${1:-all}" in
   dev7) lanes dev7_shift dev7_shift2 ;;
   dev7u) lanes dev7u_2wiki dev7u_rest ;;
   test7) lanes test7_2wiki test7_world ;;
+  test7more) lanes test7_zh test7_asqa ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
