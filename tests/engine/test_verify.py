@@ -481,6 +481,27 @@ def test_follow_k_reads_the_best_passages_of_each_name(follow_k: int) -> None:
         assert (passage.text in draft_prompt) == (passage.id in followed)
 
 
+@pytest.mark.parametrize("floor", [0.0, 0.9])
+def test_found_floor_leaves_a_weak_match_of_a_name_unread(floor: float) -> None:
+    # The name's search finds her own passage and a fans' page that shares half as many of the
+    # query's words: with a floor above one half the weak one is not read, and the trace says so.
+    noise = Passage("q1", "Ulvin fans meet every spring.", "Ulvin fans")
+    first, second = " The performer of Blue Kettle was Mara Ulvin.", " Mara Ulvin died in Korsk."
+    lm = ScriptedLM([(lambda p: p.rstrip().endswith("Korsk."), [])])
+    lm.add(lambda p: p.rstrip().endswith("Ulvin."), says(second))
+    lm.add(lambda p: not tail(p).strip(), says(first))
+    flare, tracer = run(lm, retriever=MemoryRetriever([*SONG, noise]), trigger="support", k=2, verify="flag",
+                        follow_k=2, found_floor=floor)  # fmt: skip
+    answer = flare.answer("Where did the performer of the song Blue Kettle die?")
+    step = tracer.traces[0].steps[1]
+    scores = {r.id: r.score for r in step.retrieved}
+    assert scores["q1"] == scores["p1"] / 2
+    assert step.unread == (["q1"] if floor else [])
+    draft_prompt = next(p for p in lm.calls if p.rstrip().endswith("Ulvin."))
+    assert (noise.text in draft_prompt) is not floor and SONG[2].text in draft_prompt
+    assert answer.sentences[1].citations and not answer.sentences[1].flagged
+
+
 def test_a_draft_backed_by_a_passage_the_answer_cites_needs_no_search() -> None:
     # The second sentence's rewrite read Mara Ulvin's passage, which later drafts do not get;
     # "So the answer is Korsk." restates it and is backed by the passage it cites: no search.

@@ -65,3 +65,23 @@ def test_draft_before_follow_and_trim_found_with_the_real_model(smollm2: LlamaCp
     if any(r.id == "br-2" for s in steps[1:] for r in s.retrieved):  # her passage was followed: read cut
         read = [p for p in lm.prompts if "Scottish engineer" in p]
         assert read and all("long walks" not in p and "born in Dunmore" in p for p in read)
+
+
+def test_found_floor_with_the_real_model(smollm2: LlamaCppModel, tmp_path: Path) -> None:
+    # A surname page matches a name's search weakly (BM25 on a real index): below the floor it is
+    # retrieved, recorded as unread, and in no prompt; every passage at or above it is read.
+    surname = Passage("br-4", "Pemberton is a surname. Pemberton is also a town near Wigan.", "Pemberton")
+    build_index([*PASSAGES, surname], tmp_path / "idx")
+    lm, tracer = Recording(smollm2), MemoryTracer()
+    settings = Settings(trigger="support", follow_names=True, found_floor=0.6, k=1, max_sentences=3, verify="flag")
+    Flare(lm, TantivyRetriever(tmp_path / "idx"), settings, tracer=tracer).answer(QUESTION)
+    steps = tracer.traces[0].steps
+    for s in steps:  # a step may search twice (names, then a rewrite): each search has its own best
+        found = s.retrieved[1:] if s.kind == "initial" else s.retrieved  # the question's document is read whole
+        best = max((r.score for r in found), default=0.0)
+        assert set(s.unread) <= {r.id for r in found if r.score < 0.6 * best}
+    unread = {i for s in steps for i in s.unread}
+    assert unread, [(s.sentence, s.retrieved) for s in steps]
+    text = {p.id: p.text for p in [*PASSAGES, surname]}
+    for passage_id in unread:
+        assert not any(text[passage_id] in p for p in lm.prompts)

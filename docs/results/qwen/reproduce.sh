@@ -20,6 +20,8 @@
 #   bash docs/results/qwen/reproduce.sh dev7u     # round 7: the chosen lane again, insertions undone
 #   bash docs/results/qwen/reproduce.sh test7     # round 7: held-out lanes for the chosen default
 #   bash docs/results/qwen/reproduce.sh test7more # round 7: the Chinese test set and ASQA 300-349
+#   bash docs/results/qwen/reproduce.sh dev8      # round 8: development (found passages far below the best unread)
+#   bash docs/results/qwen/reproduce.sh test8     # round 8: held-out lanes for the chosen default
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -180,9 +182,29 @@ test7_zh() { ev --dataset benchmarks/qinglan-zh --split test --method single --m
 test7_asqa() { ev --dataset asqa --offset 300 --limit 50 --method single --method "$T7" "${LONG[@]}" --shift-cache \
                  --out $OUT/test7/asqa; }
 
+# -- round 8 (PROTOCOL.md, "Round 8"): found passages scoring far below their search's best are not read --
+dev8_lane() {  # dev8_lane NAME FLOOR: round 7's development questions (base: dev7/*-shift2u)
+  local method="$D7,found_floor=$2"
+  ev --dataset 2wikimultihopqa --limit 30 --method "$method" "${QA[@]}" --shift-cache --out $OUT/dev8/2wiki-$1
+  ev --dataset $BRIDGE --limit 20 --method "$method" "${QA[@]}" --shift-cache --out $OUT/dev8/bridge-$1
+  ev --dataset $WORLD --limit 20 --method "$method" "${LONG[@]}" --shift-cache --out $OUT/dev8/world-$1
+}
+dev8_floor50() { dev8_lane floor50 0.5; }
+dev8_floor75() { dev8_lane floor75 0.75; }
+T8=${T8:-$D7,found_floor=0.75}
+test8_2wiki() { ev --dataset 2wikimultihopqa --offset 700 --limit 100 --method single --method "$T8" "${QA[@]}" \
+                  --shift-cache --out $OUT/test8/2wiki; }
+test8_rest() {
+  ev --dataset $WORLD2 --offset 106 --limit 54 --method single --method "$T8" "${LONG[@]}" --shift-cache \
+     --out $OUT/test8/world-s2
+  ev --dataset asqa --offset 350 --limit 50 --method single --method "$T8" "${LONG[@]}" --shift-cache \
+     --out $OUT/test8/asqa
+}
+
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
-             $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/* $OUT/dev7/* $OUT/test7/*; do
+             $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/* $OUT/dev7/* $OUT/test7/* \
+             $OUT/dev8/* $OUT/test8/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -207,6 +229,8 @@ case "${1:-all}" in
   dev7u) lanes dev7u_2wiki dev7u_rest ;;
   test7) lanes test7_2wiki test7_world ;;
   test7more) lanes test7_zh test7_asqa ;;
+  dev8) lanes dev8_floor50 dev8_floor75 ;;
+  test8) lanes test8_2wiki test8_rest ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;

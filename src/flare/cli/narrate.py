@@ -42,6 +42,8 @@ def _step_lines(step: StepRecord) -> str:
     if step.retrieved:
         found = ", ".join(f"{r.id} ({r.score:.2f})" for r in step.retrieved)
         lines.append(f"      retrieved: {found}")
+    if step.unread:
+        lines.append(f"      not read (below found_floor): {', '.join(step.unread)}")
     if step.sentence and step.sentence != step.draft:
         lines.append(f"      wrote: {step.sentence!r}")
     return "\n".join(lines)

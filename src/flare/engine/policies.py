@@ -258,7 +258,15 @@ def follow_names(ctx: StepContext, queries: Sequence[str]) -> Generator[Event, N
 
 
 def read_found(ctx: StepContext, hits: Sequence[Hit], queries: Sequence[str]) -> list[Passage]:
-    """The passages of ``hits`` as a prompt reads them: whole, or their :func:`excerpt` with ``trim_found``."""
+    """The passages of ``hits`` as a prompt reads them: whole, or their :func:`excerpt` with ``trim_found``.
+
+    With ``found_floor``, a hit scoring below that share of the best hit is not read; the trace
+    records it as ``unread``. The best hit is always read.
+    """
+    floor = ctx.settings.found_floor * max((h.score for h in hits), default=0.0)
+    if floor > 0:
+        ctx.record.unread.extend(h.passage.id for h in hits if h.score < floor)
+        hits = [h for h in hits if h.score >= floor]
     if ctx.settings.trim_found:
         return [excerpt(h.passage, queries) for h in hits]
     return [h.passage for h in hits]
