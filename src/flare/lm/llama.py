@@ -86,6 +86,26 @@ class LlamaStats:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class _Reuse:
+    """What a context keeps of a prompt (see :meth:`LlamaCppModel._reuse`).
+
+    ``prefix``: tokens its cache shares with the prompt. ``insertion``: ``(size, reuse)`` from
+    :func:`_insertion`, after ``prefix`` — or, with ``undo``, after ``undone``, the prefix the
+    cache shares once its last insertion is undone.
+    """
+
+    prefix: int
+    insertion: tuple[int, int] | None = None
+    undo: bool = False
+    undone: int = 0
+
+    @property
+    def kept(self) -> int:
+        """Tokens of the prompt not evaluated again."""
+        return (self.undone if self.undo else self.prefix) + (self.insertion[1] if self.insertion else 0)
+
+
 @dataclass
 class _Context:
     """One llama.cpp context: its KV cache holds exactly ``tokens`` at positions 0..n-1."""
@@ -252,8 +272,8 @@ class LlamaCppModel(ModelBase):
                     f"the prompt is {len(ids)} tokens, more than the context window n_ctx={self.n_ctx}",
                     hint="use fewer or shorter documents, or raise n_ctx",
                 )
-            ctx = self._pick(ids)
-            logits, evaluated = self._prefill(ctx, ids)
+            ctx, reuse = self._pick(ids)
+            logits, evaluated = self._prefill(ctx, ids, reuse)
             bias = self._bias_vector(logit_bias) if logit_bias else None
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
             tokens: list[TokenLogprob] = []
@@ -319,8 +339,8 @@ class LlamaCppModel(ModelBase):
             k = min(common_prefix(head, ids), len(ids) - 1)
             if k < 1:
                 raise ModelError("the prompt is empty", hint="give the model some text to score after")
-            ctx = self._pick(ids[:k])
-            first, evaluated = self._prefill(ctx, ids[:k])
+            ctx, reuse = self._pick(ids[:k])
+            first, evaluated = self._prefill(ctx, ids[:k], reuse)
             cont = ids[k:]
             rows = [first, *self._decode_all(ctx, cont[:-1])]
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -350,7 +370,7 @@ class LlamaCppModel(ModelBase):
 
     # -- cache management ------------------------------------------------------------------------
 
-    def _pick(self, ids: list[int]) -> _Context:
+    def _pick(self, ids: list[int]) -> tuple[_Context, _Reuse]:
         """Choose the context for ``ids``: one it extends, else a fresh one, else the closest.
 
         Plain "longest common prefix" would put every prompt in one context, because the shared
@@ -358,79 +378,93 @@ class LlamaCppModel(ModelBase):
         would then evict each other at every step. A context counts as extended only when no
         other holds more of the prompt: one holding just the header (after
         :meth:`reset_cache`) would otherwise take a rewrite's prompt and evaluate the question's
-        documents again, which the draft's context already holds.
+        documents again, which the draft's context already holds. Returns the context with what
+        it keeps of ``ids`` (for :meth:`_prefill`).
         """
         self._clock += 1
-        scored = [(common_prefix(c.tokens[: c.prompt_len], ids), c) for c in self._contexts]
+        scored = [(self._reuse(c, ids), c) for c in self._contexts]
+        best = max((r.prefix for r, _ in scored), default=0)
+        chosen: tuple[_Reuse, _Context] | None = None
         if self.shift_cache:  # the context that keeps most of the prompt, moving cached text if need be
-            most, context = max(((self._kept(c, ids)[0], c) for c in self._contexts),
-                                key=lambda k: (k[0], -k[1].last_used), default=(0, None))  # fmt: skip
-            if context is not None and most > max(n for n, _ in scored):
-                context.last_used = self._clock
-                return context
-        best = max((n for n, _ in scored), default=0)
-        # A context holding only the header "extends" every prompt; it is not the one to take
-        # when another holds more of this prompt (the question's documents, say).
-        extends = [(n, c) for n, c in scored if c.prompt_len and n >= max(c.prompt_len - _EXTEND_SLACK, best)]
-        if extends:
-            chosen = max(extends, key=lambda s: (s[0], -s[1].last_used))[1]
-        elif empty := [c for c in self._contexts if not c.tokens]:
-            chosen = min(empty, key=lambda c: c.last_used)
-        elif len(self._contexts) < self.n_contexts:
-            chosen = self._new_context()
-        else:
-            chosen = max(scored, key=lambda s: (s[0], -s[1].last_used))[1]
-        chosen.last_used = self._clock
-        return chosen
+            most = max(scored, key=lambda s: (s[0].kept, -s[1].last_used), default=None)
+            chosen = most if most is not None and most[0].kept > best else None
+        if chosen is None:
+            # A context holding only the header "extends" every prompt; it is not the one to take
+            # when another holds more of this prompt (the question's documents, say).
+            extends = [(r, c) for r, c in scored
+                       if c.prompt_len and r.prefix >= max(c.prompt_len - _EXTEND_SLACK, best)]  # fmt: skip
+            if extends:
+                chosen = max(extends, key=lambda s: (s[0].prefix, -s[1].last_used))
+            elif empty := [(r, c) for r, c in scored if not c.tokens]:
+                chosen = min(empty, key=lambda s: s[1].last_used)
+            elif len(self._contexts) < self.n_contexts:
+                chosen = (_Reuse(0), self._new_context())
+            else:
+                chosen = max(scored, key=lambda s: (s[0].prefix, -s[1].last_used))
+        reuse, context = chosen
+        context.last_used = self._clock
+        return context, reuse
 
-    def _prefill(self, c: _Context, ids: list[int]) -> tuple[npt.NDArray[np.float32], int]:
-        """Evaluate the part of ``ids`` that ``c`` lacks; return the next-token logits."""
-        keep = common_prefix(c.tokens[: c.prompt_len], ids)
+    def _prefill(self, c: _Context, ids: list[int], reuse: _Reuse | None = None) -> tuple[npt.NDArray[np.float32], int]:
+        """Evaluate the part of ``ids`` that ``c`` lacks; return the next-token logits.
+
+        ``reuse`` is what :meth:`_pick` found ``c`` keeps of ``ids`` (worked out here if not given).
+        """
+        r = reuse or self._reuse(c, ids)
+        keep = r.prefix
         if keep == len(ids) == c.prompt_len and c.prompt_logits is not None:
             self._truncate(c, keep)  # same prompt again: its logits are still valid
             return c.prompt_logits, 0
-        if self.shift_cache and self._kept(c, ids)[1]:
-            self._undo_insertion(c)  # the prompt goes on from what the context held before it
-            keep = common_prefix(c.tokens[: c.prompt_len], ids)
-        if self.shift_cache and (found := _insertion(c.tokens[: c.prompt_len], ids, keep)):
-            size, reuse = found
-            if self._truncate(c, keep + reuse) == keep + reuse:  # drops the rest and what was generated
-                return self._insert(c, ids, keep, size, reuse)
+        found = r.insertion
+        if r.undo:  # the prompt goes on from what the context held before its last insertion
+            if self._undo_insertion(c):
+                keep = r.undone
+            else:
+                keep, found = 0, None
+        if found:
+            size, kept = found
+            if self._truncate(c, keep + kept) == keep + kept:  # drops the rest and what was generated
+                return self._insert(c, ids, keep, size, kept)
         keep = self._truncate(c, max(0, min(keep, len(ids) - _MIN_CHUNK)))  # one batch ≥ _MIN_CHUNK
         self._decode(c, ids[keep:])
         logits = self._logits(c).copy()
         c.prompt_len, c.prompt_logits = len(ids), logits
         return logits, len(ids) - keep
 
-    def _kept(self, c: _Context, ids: list[int]) -> tuple[int, bool]:
-        """How many tokens of ``ids`` ``c`` can keep (moving cached text past an insertion), and
-        whether it keeps more by undoing its last insertion first (a draft after a rewrite)."""
-
-        def kept(cached: list[int]) -> int:
-            n = common_prefix(cached, ids)
-            found = _insertion(cached, ids, n)
-            return n + (found[1] if found else 0)
-
-        now = kept(c.tokens[: c.prompt_len])
+    def _reuse(self, c: _Context, ids: list[int]) -> _Reuse:
+        """What ``c`` keeps of ``ids``: its common prefix and, with ``shift_cache``, cached text
+        moved past an insertion — from its cache as it is, or from the cache before its last
+        insertion when that keeps more (the draft after a rewrite)."""
+        cached = c.tokens[: c.prompt_len]
+        prefix = common_prefix(cached, ids)
+        if not self.shift_cache:
+            return _Reuse(prefix)
+        now = _Reuse(prefix, _insertion(cached, ids, prefix))
         before = c.before_insertion()
-        then = kept(before) if before is not None else -1
-        return max(now, then), then > now
+        if before is None:
+            return now
+        undone = common_prefix(before, ids)
+        then = _Reuse(prefix, _insertion(before, ids, undone), undo=True, undone=undone)
+        return then if then.kept > now.kept else now
 
-    def _undo_insertion(self, c: _Context) -> None:
+    def _undo_insertion(self, c: _Context) -> bool:
         """Remove ``c``'s last inserted tokens and move the text after them back: the cache then
-        holds what it held before the insertion (up to where that text ended)."""
+        holds what it held before the insertion (up to where that text ended). False when the
+        cache could not be cut and was cleared instead."""
         assert c.inserted is not None
         at, size, end = c.inserted
         before = c.before_insertion() or []
         C = self._load()
         memory = C.llama_get_memory(c.ptr)
-        if C.llama_memory_seq_rm(memory, 0, end, -1) and C.llama_memory_seq_rm(memory, 0, at, at + size):
+        undone = bool(C.llama_memory_seq_rm(memory, 0, end, -1) and C.llama_memory_seq_rm(memory, 0, at, at + size))
+        if undone:
             C.llama_memory_seq_add(memory, 0, at + size, end, -size)
             c.tokens = before
         else:
             C.llama_memory_clear(memory, True)
             c.tokens = []
         c.prompt_len, c.prompt_logits, c.inserted = len(c.tokens), None, None
+        return undone
 
     def _insert(self, c: _Context, ids: list[int], at: int, size: int,
                 reuse: int) -> tuple[npt.NDArray[np.float32], int]:  # fmt: skip
