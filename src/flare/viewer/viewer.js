@@ -155,8 +155,12 @@
     if ((step.retrieved || []).length) {
       card.append(el("h3", null, "Retrieved passages"));
       // The server leaves scores out of the traces it serves (they reveal hidden documents).
+      // found_floor: a passage scoring far below its search's best was retrieved but not read.
+      const unread = new Set(step.unread || []);
       card.append(table(["id", "title", "score"], step.retrieved.map((r) => [
-        [r.id, "pid"], [r.title || ""], [r.score === undefined ? "—" : Number(r.score).toFixed(3), "num"],
+        [r.id, "pid"],
+        unread.has(r.id) ? [`${r.title || ""} (not read: below found_floor)`, "unread muted"] : [r.title || ""],
+        [r.score === undefined ? "—" : Number(r.score).toFixed(3), "num"],
       ])));
     }
     card.append(el("h3", null, "Kept sentence"));
