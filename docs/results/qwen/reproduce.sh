@@ -200,6 +200,12 @@ test8_rest() {
   ev --dataset asqa --offset 350 --limit 50 --method single --method "$T8" "${LONG[@]}" --shift-cache \
      --out $OUT/test8/asqa
 }
+test8_nofloor() {  # round 7's default on the same 2WikiMultihopQA questions: OFFSET LIMIT
+  ev --dataset 2wikimultihopqa --offset $1 --limit $2 --method "$D7,found_floor=0" "${QA[@]}" --shift-cache \
+     --out $OUT/test8/2wiki-nofloor-$1
+}
+test8_nofloor_a() { test8_nofloor 700 50; }
+test8_nofloor_b() { test8_nofloor 750 50; }
 
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
@@ -231,6 +237,7 @@ case "${1:-all}" in
   test7more) lanes test7_zh test7_asqa ;;
   dev8) lanes dev8_floor50 dev8_floor75 ;;
   test8) lanes test8_2wiki test8_rest ;;
+  test8nofloor) lanes test8_nofloor_a test8_nofloor_b ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
