@@ -40,6 +40,8 @@ SONG = [
     Passage("s2", "Blue Kettle was recorded in one afternoon.", "Blue Kettle (recording)"),
     Passage("p1", "Mara Ulvin was a singer. She died in Korsk in 1999.", "Mara Ulvin"),
 ]
+# Shares half as many of "Mara Ulvin die"'s words as her own passage: a weak match of her name.
+FANS = Passage("q1", "Ulvin fans meet every spring.", "Ulvin fans")
 
 
 def song_lm(question_tail: Callable[[str], bool], *rules: tuple[Callable[[str], bool], str]) -> ScriptedLM:

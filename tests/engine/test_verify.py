@@ -18,7 +18,7 @@ from flare.testing.scripted import ScriptedLM
 from flare.trace.schema import TraceRecord
 from flare.trace.tracers import MemoryTracer
 from flare.types import Hit, Passage, Sentence
-from tests.engine.support import BARE, DOCS, SONG, has_docs, says, song_lm, tail
+from tests.engine.support import BARE, DOCS, FANS, SONG, has_docs, says, song_lm, tail
 
 QUESTION = "Why did the founder of Versace die?"
 FIRST = " The founder of Versace was Gianni Versace."
@@ -485,12 +485,11 @@ def test_follow_k_reads_the_best_passages_of_each_name(follow_k: int) -> None:
 def test_found_floor_leaves_a_weak_match_of_a_name_unread(floor: float) -> None:
     # The name's search finds her own passage and a fans' page that shares half as many of the
     # query's words: with a floor above one half the weak one is not read, and the trace says so.
-    noise = Passage("q1", "Ulvin fans meet every spring.", "Ulvin fans")
     first, second = " The performer of Blue Kettle was Mara Ulvin.", " Mara Ulvin died in Korsk."
     lm = ScriptedLM([(lambda p: p.rstrip().endswith("Korsk."), [])])
     lm.add(lambda p: p.rstrip().endswith("Ulvin."), says(second))
     lm.add(lambda p: not tail(p).strip(), says(first))
-    flare, tracer = run(lm, retriever=MemoryRetriever([*SONG, noise]), trigger="support", k=2, verify="flag",
+    flare, tracer = run(lm, retriever=MemoryRetriever([*SONG, FANS]), trigger="support", k=2, verify="flag",
                         follow_k=2, found_floor=floor)  # fmt: skip
     answer = flare.answer("Where did the performer of the song Blue Kettle die?")
     step = tracer.traces[0].steps[1]
@@ -498,7 +497,7 @@ def test_found_floor_leaves_a_weak_match_of_a_name_unread(floor: float) -> None:
     assert scores["q1"] == scores["p1"] / 2
     assert step.unread == (["q1"] if floor else [])
     draft_prompt = next(p for p in lm.calls if p.rstrip().endswith("Ulvin."))
-    assert (noise.text in draft_prompt) is not floor and SONG[2].text in draft_prompt
+    assert (FANS.text in draft_prompt) is not floor and SONG[2].text in draft_prompt
     assert answer.sentences[1].citations and not answer.sentences[1].flagged
 
 

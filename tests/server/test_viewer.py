@@ -20,8 +20,7 @@ from flare.server import Limits, create_app
 from flare.testing.memory import MemoryRetriever
 from flare.testing.scripted import ScriptedLM
 from flare.trace.tracers import JsonlTracer
-from flare.types import Passage
-from tests.engine.support import BARE, SONG, song_lm
+from tests.engine.support import BARE, FANS, SONG, song_lm
 from tests.server.support import (
     DRAFT_SENTINEL,
     FINANCE_KEY,
@@ -210,11 +209,10 @@ def test_viewer_shows_a_draft_dropped_before_a_names_search(tmp_path: Path, page
 def test_viewer_marks_a_passage_left_unread_by_found_floor(tmp_path: Path, page: Page, server: LiveServer) -> None:
     """found_floor: the fans' page the name's search found is listed, marked as not read."""
     path = tmp_path / "trace.jsonl"
-    noise = Passage("q1", "Ulvin fans meet every spring.", "Ulvin fans")
     lm = song_lm(lambda p: p.rstrip().endswith("Korsk."),
                   (lambda p: p.rstrip().endswith("Ulvin."), " Mara Ulvin died in Korsk."))  # fmt: skip
     settings = Settings(trigger="support", k=2, verify="flag", found_floor=0.9)
-    Flare(lm, MemoryRetriever([*SONG, noise]), settings, template=BARE, tracer=JsonlTracer(path)).answer(
+    Flare(lm, MemoryRetriever([*SONG, FANS]), settings, template=BARE, tracer=JsonlTracer(path)).answer(
         "Where did the performer of the song Blue Kettle die?")
     page.goto(f"{server.url}/viewer/")
     page.set_input_files("#trace-file", str(path))

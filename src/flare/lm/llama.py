@@ -90,20 +90,20 @@ class LlamaStats:
 class _Reuse:
     """What a context keeps of a prompt (see :meth:`LlamaCppModel._reuse`).
 
-    ``prefix``: tokens its cache shares with the prompt. ``insertion``: ``(size, reuse)`` from
-    :func:`_insertion`, after ``prefix`` — or, with ``undo``, after ``undone``, the prefix the
-    cache shares once its last insertion is undone.
+    ``prefix``: tokens its cache shares with the prompt. ``undone``: when not ``None``, the
+    cache's last insertion is undone first, and this is the prefix it then shares.
+    ``insertion``: ``(size, reuse)`` from :func:`_insertion`, after the prefix kept.
     """
 
     prefix: int
     insertion: tuple[int, int] | None = None
-    undo: bool = False
-    undone: int = 0
+    undone: int | None = None
 
     @property
     def kept(self) -> int:
         """Tokens of the prompt not evaluated again."""
-        return (self.undone if self.undo else self.prefix) + (self.insertion[1] if self.insertion else 0)
+        start = self.prefix if self.undone is None else self.undone
+        return start + (self.insertion[1] if self.insertion else 0)
 
 
 @dataclass
@@ -410,13 +410,13 @@ class LlamaCppModel(ModelBase):
 
         ``reuse`` is what :meth:`_pick` found ``c`` keeps of ``ids`` (worked out here if not given).
         """
-        r = reuse or self._reuse(c, ids)
+        r = self._reuse(c, ids) if reuse is None else reuse
         keep = r.prefix
         if keep == len(ids) == c.prompt_len and c.prompt_logits is not None:
             self._truncate(c, keep)  # same prompt again: its logits are still valid
             return c.prompt_logits, 0
         found = r.insertion
-        if r.undo:  # the prompt goes on from what the context held before its last insertion
+        if r.undone is not None:  # the prompt goes on from what the context held before its last insertion
             if self._undo_insertion(c):
                 keep = r.undone
             else:
@@ -444,7 +444,7 @@ class LlamaCppModel(ModelBase):
         if before is None:
             return now
         undone = common_prefix(before, ids)
-        then = _Reuse(prefix, _insertion(before, ids, undone), undo=True, undone=undone)
+        then = _Reuse(prefix, _insertion(before, ids, undone), undone=undone)
         return then if then.kept > now.kept else now
 
     def _undo_insertion(self, c: _Context) -> bool:
