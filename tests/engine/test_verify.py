@@ -501,6 +501,29 @@ def test_found_floor_leaves_a_weak_match_of_a_name_unread(floor: float) -> None:
     assert answer.sentences[1].citations and not answer.sentences[1].flagged
 
 
+@pytest.mark.parametrize("skip", [False, True])
+def test_skip_known_names_follows_no_name_whose_own_passage_is_read(skip: bool) -> None:
+    # The question says "singer": its search (k=3) already reads her own passage. Her name's search
+    # ranks it first again; past it come the rest of her page (same title: read) and a weaker match
+    # of another page (the fans'), read unless skip_known_names.
+    first, second = " The performer of Blue Kettle was Mara Ulvin.", " Mara Ulvin died in Korsk."
+    lm = ScriptedLM([(lambda p: p.rstrip().endswith("Korsk."), [])])
+    lm.add(lambda p: p.rstrip().endswith("Ulvin."), says(second))
+    lm.add(lambda p: not tail(p).strip(), says(first))
+    albums = Passage("p2", "Mara Ulvin recorded nine albums.", "Mara Ulvin")
+    flare, tracer = run(lm, retriever=MemoryRetriever([*SONG, FANS, albums]), trigger="support", k=3,
+                        verify="flag", follow_k=2, found_floor=0.0, skip_known_names=skip)  # fmt: skip
+    answer = flare.answer("Where did the singer of the song Blue Kettle die?")
+    first_step, step = tracer.traces[0].steps[:2]
+    assert "p1" in [r.id for r in first_step.retrieved], first_step.retrieved
+    assert step.queries and step.queries[0].startswith("Mara Ulvin")
+    assert step.known == (["p1"] if skip else [])
+    assert [r.id for r in step.retrieved] == (["p2"] if skip else ["p2", "q1"])
+    draft_prompt = next(p for p in lm.calls if p.rstrip().endswith("Ulvin."))
+    assert (FANS.text in draft_prompt) is not skip and SONG[2].text in draft_prompt and albums.text in draft_prompt
+    assert answer.sentences[1].citations and not answer.sentences[1].flagged
+
+
 def test_a_draft_backed_by_a_passage_the_answer_cites_needs_no_search() -> None:
     # The second sentence's rewrite read Mara Ulvin's passage, which later drafts do not get;
     # "So the answer is Korsk." restates it and is backed by the passage it cites: no search.

@@ -85,3 +85,22 @@ def test_found_floor_with_the_real_model(smollm2: LlamaCppModel, tmp_path: Path)
     text = {p.id: p.text for p in [*PASSAGES, surname]}
     for passage_id in unread:
         assert not any(text[passage_id] in p for p in lm.prompts)
+
+
+def test_skip_known_names_with_the_real_model(smollm2: LlamaCppModel, tmp_path: Path) -> None:
+    # k=2: the question's search reads the lighthouse's passage and hers ("engineer", "born"). A
+    # sentence naming Ada Pemberton searches her name; its best match is her passage, already in
+    # the prompt, so the name is not followed: the Dunmore page that shares "born" is never read.
+    build_index(PASSAGES, tmp_path / "idx")
+    lm, tracer = Recording(smollm2), MemoryTracer()
+    settings = Settings(trigger="support", follow_names=True, skip_known_names=True, k=2, found_floor=0.0,
+                        max_sentences=3, verify="flag")  # fmt: skip
+    Flare(lm, TantivyRetriever(tmp_path / "idx"), settings, tracer=tracer).answer(QUESTION)
+    steps = tracer.traces[0].steps
+    assert {r.id for r in steps[0].retrieved[:2]} == {"br-1", "br-2"}
+    known = [(s.index, i) for s in steps for i in s.known]
+    assert known, [(s.sentence, s.queries) for s in steps]
+    for s in steps:
+        assert set(s.known) <= {"br-1", "br-2"}  # read by the question's search: in every draft's prompt
+        if s.known and s.decision == "accept":  # names only: a known one read nothing (no page has two passages)
+            assert len(s.retrieved) <= settings.follow_k * (len(s.queries) - len(s.known)), s.retrieved

@@ -22,6 +22,8 @@
 #   bash docs/results/qwen/reproduce.sh test7more # round 7: the Chinese test set and ASQA 300-349
 #   bash docs/results/qwen/reproduce.sh dev8      # round 8: development (found passages far below the best unread)
 #   bash docs/results/qwen/reproduce.sh test8     # round 8: held-out lanes for the chosen default
+#   bash docs/results/qwen/reproduce.sh dev9      # round 9: development (names already read not followed further)
+#   bash docs/results/qwen/reproduce.sh test9     # round 9: held-out lanes for the chosen default
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -207,10 +209,32 @@ test8_nofloor() {  # round 7's default on the same 2WikiMultihopQA questions: OF
 test8_nofloor_a() { test8_nofloor 700 50; }
 test8_nofloor_b() { test8_nofloor 750 50; }
 
+# -- round 9 (PROTOCOL.md, "Round 9"): a name whose best match is already read is not followed to other pages --
+D8=flare:trigger=support,verify=flag,follow_names=true,follow_k=2,found_floor=0.5
+dev9_lane() {  # dev9_lane NAME METHOD: round 8's development questions (base: dev8/*-floor50)
+  ev --dataset 2wikimultihopqa --limit 30 --method "$2" "${QA[@]}" --shift-cache --out $OUT/dev9/2wiki-$1
+  ev --dataset $BRIDGE --limit 20 --method "$2" "${QA[@]}" --shift-cache --out $OUT/dev9/bridge-$1
+  ev --dataset $WORLD --limit 20 --method "$2" "${LONG[@]}" --shift-cache --out $OUT/dev9/world-$1
+}
+dev9_known() { dev9_lane known "$D8,skip_known_names=true"; }
+dev9_retry() {
+  dev9_lane retry flare:trigger=support,verify=retry,retry_then=flag,follow_names=true,follow_k=2,found_floor=0.5,skip_known_names=true
+}
+T9=${T9:-$D8,skip_known_names=true}  # the default chosen by round 9's rule (PROTOCOL.md)
+WORLD3=docs/results/world/data/world-s3
+test9_2wiki() { ev --dataset 2wikimultihopqa --offset 800 --limit 100 --method single --method "$T9" "${QA[@]}" \
+                  --shift-cache --out $OUT/test9/2wiki; }
+test9_rest() {
+  ev --dataset $WORLD3 --offset 40 --limit 60 --method single --method "$T9" "${LONG[@]}" --shift-cache \
+     --out $OUT/test9/world-s3
+  ev --dataset asqa --offset 400 --limit 50 --method single --method "$T9" "${LONG[@]}" --shift-cache \
+     --out $OUT/test9/asqa
+}
+
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
              $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/* $OUT/dev7/* $OUT/test7/* \
-             $OUT/dev8/* $OUT/test8/*; do
+             $OUT/dev8/* $OUT/test8/* $OUT/dev9/* $OUT/test9/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -238,6 +262,8 @@ case "${1:-all}" in
   dev8) lanes dev8_floor50 dev8_floor75 ;;
   test8) lanes test8_2wiki test8_rest ;;
   test8nofloor) lanes test8_nofloor_a test8_nofloor_b ;;
+  dev9) lanes dev9_known dev9_retry ;;
+  test9) lanes test9_2wiki test9_rest ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;

@@ -248,12 +248,15 @@ def follow_names(ctx: StepContext, queries: Sequence[str]) -> Generator[Event, N
     (``queries``, from :func:`follow_queries`) is searched with the question's words the sentence
     lacks ("Aretha Franklin place death"), past the passages already in the prompt; the best
     ``follow_k`` passages of each (see :func:`read_found`) join every later draft's documents.
+    With ``skip_known_names``, a name whose best match is already among them reads only the rest
+    of that match's page: the next best matches are other entities that share a word of its name.
     """
-    run = ctx.run
+    run, s = ctx.run, ctx.settings
     if queries:
         yield Searching(ctx.index, len(queries))
         seen = {d.id for d in [*run.first_docs, *run.followed]}
-        run.followed.extend(read_found(ctx, ctx.search(queries, exclude=seen, k=ctx.settings.follow_k), queries))
+        hits = ctx.search(queries, exclude=seen, k=s.follow_k, skip_known=s.skip_known_names)
+        run.followed.extend(read_found(ctx, hits, queries))
     return run.followed
 
 

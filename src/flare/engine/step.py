@@ -251,13 +251,17 @@ class StepContext:
         verdict = check_support(query, docs)
         return 1.0 if verdict.label == "no_claims" else verdict.coverage
 
-    def search(self, queries: Sequence[str], *, exclude: Collection[str] = (), k: int | None = None) -> list[Hit]:
+    def search(self, queries: Sequence[str], *, exclude: Collection[str] = (), k: int | None = None,
+               skip_known: bool = False) -> list[Hit]:  # fmt: skip
         """Search every query under the run's filters and interleave the rankings.
 
         Each query counts as one retrieval and gives the settings' ``k`` hits in all, or ``k``
         each when given. Passages whose ids are in ``exclude`` (those a draft was already written
-        from) are skipped, so the hits are new ones. A hit that fails the filters (a retriever
-        bug) is never passed on: the run fails loudly instead.
+        from) are skipped, so the hits are new ones. With ``skip_known``, a query whose best match
+        is one of them keeps only the other parts of that match's page (the hits with its title):
+        what it looks for is already read, and the rest are other entities that share its words.
+        The trace lists that match as ``known``. A hit that fails the filters (a retriever bug) is
+        never passed on: the run fails loudly instead.
         """
         run = self.run
         t0 = time.perf_counter()
@@ -266,6 +270,10 @@ class StepContext:
         for q in queries:
             found = self.retriever.search(q, k=each + len(exclude), filters=run.filters)
             hits = [h for h in found if h.passage.id not in exclude][:each]
+            if skip_known and found and found[0].passage.id in exclude:
+                best = found[0].passage
+                self.record.known.append(best.id)
+                hits = [h for h in hits if best.title and h.passage.title == best.title]
             for h in hits:
                 if not run.filters.matches(h.passage.meta):
                     raise RetrieverError(
