@@ -142,3 +142,12 @@ def test_narration_shows_a_draft_dropped_before_the_names_search(capsys: pytest.
                         settings={}, steps=[step]))  # fmt: skip
     err = capsys.readouterr().err
     assert "drafted before the names search, dropped: 'So the answer is Mara Ulvin.'" in err
+
+
+def test_narration_says_which_names_were_already_read(capsys: pytest.CaptureFixture[str]) -> None:
+    step = StepRecord(index=1, kind="draft", draft="Mara Ulvin died in Korsk.", decision="accept",
+                      queries=["Mara Ulvin die"], known=["p1"], unread=["q2"])  # fmt: skip
+    narrate(TraceRecord(trace_id="t", question="q", method="flare", model="m", retriever="r", filters="",
+                        settings={}, steps=[step]))  # fmt: skip
+    err = capsys.readouterr().err
+    assert "already in the prompt, name not followed to other pages: p1" in err and "not read (below found_floor): q2" in err

@@ -223,3 +223,20 @@ def test_viewer_marks_a_passage_left_unread_by_found_floor(tmp_path: Path, page:
     assert set(cells) == {"p1", "q1"}
     assert cells["q1"].inner_text() == "Ulvin fans (not read: below found_floor)"
     assert "unread" in (cells["q1"].get_attribute("class") or "") and cells["p1"].inner_text() == "Mara Ulvin"
+
+
+def test_viewer_says_which_name_was_already_read(tmp_path: Path, page: Page, server: LiveServer) -> None:
+    """skip_known_names: her passage was read by the question's search; her name's step says so."""
+    path = tmp_path / "trace.jsonl"
+    lm = song_lm(lambda p: p.rstrip().endswith("Korsk."),
+                 (lambda p: p.rstrip().endswith("Ulvin."), " Mara Ulvin died in Korsk."))  # fmt: skip
+    settings = Settings(trigger="support", k=3, verify="flag", skip_known_names=True)
+    Flare(lm, MemoryRetriever([*SONG, FANS]), settings, template=BARE, tracer=JsonlTracer(path)).answer(
+        "Where did the singer of the song Blue Kettle die?")
+    page.goto(f"{server.url}/viewer/")
+    page.set_input_files("#trace-file", str(path))
+    page.wait_for_selector("body[data-loaded]")
+    steps = page.locator("article.step")
+    assert steps.nth(1).locator(".known").inner_text() == (
+        "Already in the prompt, so the name was not followed to other pages: p1")
+    assert steps.nth(0).locator(".known").count() == 0

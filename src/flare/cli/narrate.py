@@ -45,7 +45,7 @@ def _step_lines(step: StepRecord) -> str:
     if step.unread:
         lines.append(f"      not read (below found_floor): {', '.join(step.unread)}")
     if step.known:
-        lines.append(f"      already in the prompt, name not followed: {', '.join(step.known)}")
+        lines.append(f"      already in the prompt, name not followed to other pages: {', '.join(step.known)}")
     if step.sentence and step.sentence != step.draft:
         lines.append(f"      wrote: {step.sentence!r}")
     return "\n".join(lines)

@@ -152,6 +152,10 @@
       step.queries.forEach((q) => list.append(el("li", null, q)));
       card.append(list);
     }
+    if ((step.known || []).length) {  // skip_known_names: a name's best match was already in the prompt
+      card.append(el("p", "muted known",
+        `Already in the prompt, so the name was not followed to other pages: ${step.known.join(", ")}`));
+    }
     if ((step.retrieved || []).length) {
       card.append(el("h3", null, "Retrieved passages"));
       // The server leaves scores out of the traces it serves (they reveal hidden documents).
