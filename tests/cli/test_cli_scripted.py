@@ -150,4 +150,5 @@ def test_narration_says_which_names_were_already_read(capsys: pytest.CaptureFixt
     narrate(TraceRecord(trace_id="t", question="q", method="flare", model="m", retriever="r", filters="",
                         settings={}, steps=[step]))  # fmt: skip
     err = capsys.readouterr().err
-    assert "already in the prompt, name not followed to other pages: p1" in err and "not read (below found_floor): q2" in err
+    assert "already in the prompt, name not followed to other pages: p1" in err
+    assert "not read (below found_floor): q2" in err

@@ -91,13 +91,13 @@ class FlareDirect:
             return (yield from self._rewrite(ctx, piece, base, _unbacked(support)))
         base = ctx.run.first_docs if s.keep_first_docs or by_support else []
         if by_support and s.follow_names:
-            queries = follow_queries(ctx)
+            follows = follow_queries(ctx)
             ctx.run.followed_upto = len(ctx.run.sentences)  # a step that adds no sentence searches nothing again
-            if s.draft_before_follow and queries:
+            if s.draft_before_follow and follows:
                 repeated = self._repeat_before_follow(ctx, [*base, *ctx.run.followed])
                 if repeated is not None:
                     return repeated
-            base = [*base, *(yield from follow_names(ctx, queries))]
+            base = [*base, *(yield from follow_names(ctx, follows))]
         piece = ctx.generate(base, "draft")
         _record_draft(ctx, piece)
         if not piece.text:  # the model ends the answer: accepted if sure, looked up if not
@@ -222,11 +222,11 @@ def hop_queries(ctx: StepContext, piece: Piece, base: Sequence[Passage], query: 
     return out
 
 
-def follow_queries(ctx: StepContext) -> list[str]:
+def follow_queries(ctx: StepContext) -> list[tuple[str, str]]:
     """The searches :func:`follow_names` makes for the last sentence, if no step has made them yet.
 
     One per new name of that sentence (one the question and the sentences before do not say, at
-    most :data:`MAX_HOPS`), each with the question's words the sentence lacks.
+    most :data:`MAX_HOPS`), each with the question's words the sentence lacks: (name, query) pairs.
     """
     run = ctx.run
     if len(run.sentences) <= run.followed_upto or ctx.retrievals_left <= 0:
@@ -236,26 +236,29 @@ def follow_queries(ctx: StepContext) -> list[str]:
     lacking = content_words(run.question) - content_words(last)
     rest = [w for w in words(run.question) if fold(w) in lacking]
     names = [n for n in names_in(last) if not content_words(n) & known][:MAX_HOPS]
-    return [join_words([n, *rest]) for n in names][: ctx.retrievals_left]
+    return [(n, join_words([n, *rest])) for n in names][: ctx.retrievals_left]
 
 
-def follow_names(ctx: StepContext, queries: Sequence[str]) -> Generator[Event, None, list[Passage]]:
+def follow_names(ctx: StepContext, follows: Sequence[tuple[str, str]]) -> Generator[Event, None, list[Passage]]:
     """The passages found so far for names the answer brought in (with ``follow_names``).
 
     A sentence that names what the question only describes ("The performer of the song was
     Aretha Franklin.") is backed by the question's documents, and then nothing would look up
     the named one's own passage, which holds the next hop (where she died). Each new name
-    (``queries``, from :func:`follow_queries`) is searched with the question's words the sentence
+    (``follows``, from :func:`follow_queries`) is searched with the question's words the sentence
     lacks ("Aretha Franklin place death"), past the passages already in the prompt; the best
     ``follow_k`` passages of each (see :func:`read_found`) join every later draft's documents.
-    With ``skip_known_names``, a name whose best match is already among them reads only the rest
-    of that match's page: the next best matches are other entities that share a word of its name.
+    With ``skip_known_names``, a name whose own page (the passage titled by it) is its best match
+    and already among them reads only the rest of that page: the next best matches are other
+    entities that share a word of its name.
     """
     run, s = ctx.run, ctx.settings
-    if queries:
+    if follows:
+        queries = [q for _, q in follows]
         yield Searching(ctx.index, len(queries))
         seen = {d.id for d in [*run.first_docs, *run.followed]}
-        hits = ctx.search(queries, exclude=seen, k=s.follow_k, skip_known=s.skip_known_names)
+        own = [n for n, _ in follows] if s.skip_known_names else None
+        hits = ctx.search(queries, exclude=seen, k=s.follow_k, own_pages=own)
         run.followed.extend(read_found(ctx, hits, queries))
     return run.followed
 

@@ -9,6 +9,7 @@ change. The built-in policies live in :mod:`flare.engine.policies` and
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Collection, Generator, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
@@ -21,7 +22,7 @@ from flare.engine.prompts import PromptTemplate
 from flare.engine.sentences import ends_complete, lookahead_tokens, repeat_words, whole_words_end
 from flare.errors import RetrieverError
 from flare.retrieve.filters import Filters
-from flare.text import RepeatWatch, SentenceWatch, first_sentence_end, fold, repeated_ngram
+from flare.text import RepeatWatch, SentenceWatch, content_words, first_sentence_end, fold, repeated_ngram
 from flare.trace.schema import Decision, RetrievedRecord, StepRecord, TraceRecord
 from flare.types import Answer, Citation, Completion, EndReason, Hit, Passage, Sentence, TokenLogprob
 from flare.verify.support import Support, claim_lift, exemplar_leaks
@@ -252,28 +253,29 @@ class StepContext:
         return 1.0 if verdict.label == "no_claims" else verdict.coverage
 
     def search(self, queries: Sequence[str], *, exclude: Collection[str] = (), k: int | None = None,
-               skip_known: bool = False) -> list[Hit]:  # fmt: skip
+               own_pages: Sequence[str] | None = None) -> list[Hit]:  # fmt: skip
         """Search every query under the run's filters and interleave the rankings.
 
         Each query counts as one retrieval and gives the settings' ``k`` hits in all, or ``k``
         each when given. Passages whose ids are in ``exclude`` (those a draft was already written
-        from) are skipped, so the hits are new ones. With ``skip_known``, a query whose best match
-        is one of them keeps only the other parts of that match's page (the hits with its title):
-        what it looks for is already read, and the rest are other entities that share its words.
-        The trace lists that match as ``known``. A hit that fails the filters (a retriever bug) is
-        never passed on: the run fails loudly instead.
+        from) are skipped, so the hits are new ones. ``own_pages`` gives a name for each query: a
+        query whose best match is one of them *and* that name's own page (see :func:`titled`)
+        keeps only the rest of that page (the hits with its title): what it looks for is already
+        read, and the rest are other entities that share its words. The trace lists that match as
+        ``known``. A hit that fails the filters (a retriever bug) is never passed on: the run fails
+        loudly instead.
         """
         run = self.run
         t0 = time.perf_counter()
         each = k or run.settings.k
         rankings = []
-        for q in queries:
+        for i, q in enumerate(queries):
             found = self.retriever.search(q, k=each + len(exclude), filters=run.filters)
             hits = [h for h in found if h.passage.id not in exclude][:each]
-            if skip_known and found and found[0].passage.id in exclude:
-                best = found[0].passage
+            best = found[0].passage if found else None
+            if own_pages is not None and best is not None and best.id in exclude and titled(best, own_pages[i]):
                 self.record.known.append(best.id)
-                hits = [h for h in hits if best.title and h.passage.title == best.title]
+                hits = [h for h in hits if h.passage.title == best.title]
             for h in hits:
                 if not run.filters.matches(h.passage.meta):
                     raise RetrieverError(
@@ -420,3 +422,10 @@ def dedupe(passages: Sequence[Passage]) -> list[Passage]:
             seen.add(p.id)
             out.append(p)
     return out
+
+
+def titled(passage: Passage, name: str) -> bool:
+    """Whether ``passage`` is ``name``'s own page: its title, less a parenthesis ("Detroit (film)"),
+    says the same content words as the name."""
+    title = content_words(re.sub(r"\([^)]*\)", " ", passage.title))
+    return bool(title) and title == content_words(name)
