@@ -11,7 +11,7 @@ from flare.engine.events import Finished, Rewriting, Searching, SentenceAccepted
 from flare.engine.loop import Flare
 from flare.engine.policies import excerpt, names_in, repeats_answer
 from flare.engine.prompts import FOLLOW_UP, PromptTemplate
-from flare.engine.step import RunState
+from flare.engine.step import RunState, titled
 from flare.retrieve.filters import NO_FILTERS, Filters
 from flare.testing.memory import MemoryRetriever
 from flare.testing.scripted import ScriptedLM
@@ -458,7 +458,19 @@ def test_follow_names_looks_up_the_name_a_backed_sentence_brings_in(follow: bool
     (query,) = steps[1].queries  # the name, with the question's words the sentence lacks
     assert query.startswith("Mara Ulvin ") and "die" in query.split() and "Kettle" not in query
     assert [r.id for r in steps[1].retrieved] == ["p1"]
+    # skip_known_names is on: the name's best match may be the song's page, already read, but it
+    # is not her own page, so her name is still followed.
+    assert not steps[1].known
     assert answer.sentences[1].citations and not answer.sentences[1].flagged
+
+
+@pytest.mark.parametrize(
+    ("title", "name", "own"),
+    [("Mara Ulvin", "Mara Ulvin", True), ("Detroit (film)", "Detroit", True), ("Blue Kettle", "Mara Ulvin", False),
+     ("Mara Ulvin fans", "Mara Ulvin", False), ("", "Mara Ulvin", False), ("(1971)", "Mara Ulvin", False)],
+)
+def test_titled_says_whether_a_passage_is_the_names_own_page(title: str, name: str, own: bool) -> None:
+    assert titled(Passage("x", "text", title), name) is own
 
 
 @pytest.mark.parametrize("follow_k", [1, 2])
