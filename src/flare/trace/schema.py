@@ -65,7 +65,7 @@ class StepRecord:
     draft_unsupported: list[str] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)  # sentences dropped before acceptance
     unread: list[str] = field(default_factory=list)  # found_floor: ids retrieved but scoring too low to read
-    known: list[str] = field(default_factory=list)  # skip_known_names: a name's best match, already in the prompt
+    known: list[str] = field(default_factory=list)  # skip_known_names: a name's own page, its best match, already read
     predraft: str | None = None  # draft_before_follow: a draft written before a names search, then dropped
     timings: dict[str, float] = field(default_factory=dict)  # draft, retrieve, regenerate, questions
     lm_calls: int = 0
