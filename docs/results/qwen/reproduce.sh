@@ -185,22 +185,23 @@ test7_asqa() { ev --dataset asqa --offset 300 --limit 50 --method single --metho
                  --out $OUT/test7/asqa; }
 
 # -- round 8 (PROTOCOL.md, "Round 8"): found passages scoring far below their search's best are not read --
-dev8_lane() {  # dev8_lane NAME FLOOR: round 7's development questions (base: dev7/*-shift2u)
-  local method="$D7,found_floor=$2"
-  ev --dataset 2wikimultihopqa --limit 30 --method "$method" "${QA[@]}" --shift-cache --out $OUT/dev8/2wiki-$1
-  ev --dataset $BRIDGE --limit 20 --method "$method" "${QA[@]}" --shift-cache --out $OUT/dev8/bridge-$1
-  ev --dataset $WORLD --limit 20 --method "$method" "${LONG[@]}" --shift-cache --out $OUT/dev8/world-$1
+dev_lane() {  # dev_lane DIR NAME METHOD: rounds 7-9's development questions, cache shifted, into DIR/*-NAME
+  ev --dataset 2wikimultihopqa --limit 30 --method "$3" "${QA[@]}" --shift-cache --out $OUT/$1/2wiki-$2
+  ev --dataset $BRIDGE --limit 20 --method "$3" "${QA[@]}" --shift-cache --out $OUT/$1/bridge-$2
+  ev --dataset $WORLD --limit 20 --method "$3" "${LONG[@]}" --shift-cache --out $OUT/$1/world-$2
 }
+paired() {  # paired OUT METHOD EVAL ARGS...: single and METHOD on the same questions, cache shifted
+  local out=$1 method=$2; shift 2
+  ev "$@" --method single --method "$method" --shift-cache --out $OUT/$out
+}
+dev8_lane() { dev_lane dev8 "$1" "$D7,found_floor=$2"; }  # dev8_lane NAME FLOOR (base: dev7/*-shift2u)
 dev8_floor50() { dev8_lane floor50 0.5; }
 dev8_floor75() { dev8_lane floor75 0.75; }
 T8=${T8:-$D7,found_floor=0.5}  # the default chosen by round 8's rule (PROTOCOL.md)
-test8_2wiki() { ev --dataset 2wikimultihopqa --offset 700 --limit 100 --method single --method "$T8" "${QA[@]}" \
-                  --shift-cache --out $OUT/test8/2wiki; }
+test8_2wiki() { paired test8/2wiki "$T8" --dataset 2wikimultihopqa --offset 700 --limit 100 "${QA[@]}"; }
 test8_rest() {
-  ev --dataset $WORLD2 --offset 106 --limit 54 --method single --method "$T8" "${LONG[@]}" --shift-cache \
-     --out $OUT/test8/world-s2
-  ev --dataset asqa --offset 350 --limit 50 --method single --method "$T8" "${LONG[@]}" --shift-cache \
-     --out $OUT/test8/asqa
+  paired test8/world-s2 "$T8" --dataset $WORLD2 --offset 106 --limit 54 "${LONG[@]}"
+  paired test8/asqa "$T8" --dataset asqa --offset 350 --limit 50 "${LONG[@]}"
 }
 test8_nofloor() {  # round 7's default on the same 2WikiMultihopQA questions: OFFSET LIMIT
   ev --dataset 2wikimultihopqa --offset $1 --limit $2 --method "$D7,found_floor=0" "${QA[@]}" --shift-cache \
@@ -210,25 +211,17 @@ test8_nofloor_a() { test8_nofloor 700 50; }
 test8_nofloor_b() { test8_nofloor 750 50; }
 
 # -- round 9 (PROTOCOL.md, "Round 9"): a name whose best match is already read is not followed to other pages --
-D8=flare:trigger=support,verify=flag,follow_names=true,follow_k=2,found_floor=0.5
-dev9_lane() {  # dev9_lane NAME METHOD: round 8's development questions (base: dev8/*-floor50)
-  ev --dataset 2wikimultihopqa --limit 30 --method "$2" "${QA[@]}" --shift-cache --out $OUT/dev9/2wiki-$1
-  ev --dataset $BRIDGE --limit 20 --method "$2" "${QA[@]}" --shift-cache --out $OUT/dev9/bridge-$1
-  ev --dataset $WORLD --limit 20 --method "$2" "${LONG[@]}" --shift-cache --out $OUT/dev9/world-$1
-}
-dev9_known() { dev9_lane known "$D8,skip_known_names=true"; }
+D8=$D7,found_floor=0.5  # round 8's default; round 9's development base is dev8/*-floor50
+dev9_known() { dev_lane dev9 known "$D8,skip_known_names=true"; }
 dev9_retry() {
-  dev9_lane retry flare:trigger=support,verify=retry,retry_then=flag,follow_names=true,follow_k=2,found_floor=0.5,skip_known_names=true
+  dev_lane dev9 retry flare:trigger=support,verify=retry,retry_then=flag,follow_names=true,follow_k=2,found_floor=0.5,skip_known_names=true
 }
 T9=${T9:-$D8,skip_known_names=true}  # the default chosen by round 9's rule (PROTOCOL.md)
 WORLD3=docs/results/world/data/world-s3
-test9_2wiki() { ev --dataset 2wikimultihopqa --offset 800 --limit 100 --method single --method "$T9" "${QA[@]}" \
-                  --shift-cache --out $OUT/test9/2wiki; }
+test9_2wiki() { paired test9/2wiki "$T9" --dataset 2wikimultihopqa --offset 800 --limit 100 "${QA[@]}"; }
 test9_rest() {
-  ev --dataset $WORLD3 --offset 40 --limit 60 --method single --method "$T9" "${LONG[@]}" --shift-cache \
-     --out $OUT/test9/world-s3
-  ev --dataset asqa --offset 400 --limit 50 --method single --method "$T9" "${LONG[@]}" --shift-cache \
-     --out $OUT/test9/asqa
+  paired test9/world-s3 "$T9" --dataset $WORLD3 --offset 40 --limit 60 "${LONG[@]}"
+  paired test9/asqa "$T9" --dataset asqa --offset 400 --limit 50 "${LONG[@]}"
 }
 
 report() {
