@@ -9,7 +9,7 @@ import pytest
 from flare.config import Settings
 from flare.engine.events import Finished, Rewriting, Searching, SentenceAccepted
 from flare.engine.loop import Flare
-from flare.engine.policies import excerpt, names_in, repeats_answer
+from flare.engine.policies import excerpt, names_in, repeats_answer, restates
 from flare.engine.prompts import FOLLOW_UP, PromptTemplate
 from flare.engine.step import RunState, titled
 from flare.retrieve.filters import NO_FILTERS, Filters
@@ -601,6 +601,40 @@ def test_draft_before_follow_searches_when_the_draft_says_something_new_or_stops
     assert hop.predraft == "So the answer is Mara Ulvin." and hop.queries[0].startswith("Mara Ulvin")
     assert end.predraft is None and not end.queries and answer.retrievals == 2
     assert not any(s.flagged for s in answer.sentences)
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_lazy_follow_searches_a_name_only_when_a_draft_needs_it(lazy: bool) -> None:
+    # "Blue Kettle was released in 1971." is backed by the song's passage at hand: with
+    # lazy_follow it is kept and Mara Ulvin's name waits. The next draft says where she died,
+    # which nothing at hand backs: dropped, her name (from two sentences back) is searched for,
+    # and the sentence is written again from her passage.
+    lm = song_lm(lambda p: p.rstrip().endswith("died in Korsk."),
+                 (lambda p: p.rstrip().endswith("1971."), " Mara Ulvin died in Korsk."),
+                 (lambda p: p.rstrip().endswith("Ulvin."), " Blue Kettle was released in 1971."))  # fmt: skip
+    flare, tracer = run(lm, retriever=MemoryRetriever(SONG), trigger="support", k=1, verify="flag",
+                        found_floor=0.0, lazy_follow=lazy)  # fmt: skip
+    answer = flare.answer("When was Blue Kettle released, and where did its performer die?")
+    first, released, died = tracer.traces[0].steps[:3]
+    assert [r.id for r in first.retrieved] == ["s1"]
+    assert [s.text for s in answer.sentences][1:] == ["Blue Kettle was released in 1971.", "Mara Ulvin died in Korsk."]
+    searched = died if lazy else released
+    assert searched.queries[0].startswith("Mara Ulvin") and "p1" in [r.id for r in searched.retrieved]
+    if lazy:
+        assert released.decision == "accept" and not released.queries and released.predraft is None
+        assert died.predraft == "Mara Ulvin died in Korsk." and "predraft" in died.timings
+    else:
+        assert not died.queries and died.predraft is None and "predraft" not in released.timings
+    assert not any(s.flagged for s in answer.sentences) and answer.sentences[2].citations
+    assert answer.retrievals == 3  # the question, her name, and the last sentence's "Korsk" either way
+
+
+def test_restates_means_no_new_name_or_number() -> None:
+    said = [Sentence("The husband of Serena Evans was Daniel Flynn.", False)]
+    assert restates("So the answer is Daniel Flynn.", said)
+    assert restates("He was a painter.", said)  # no name or number at all
+    assert not restates("Daniel Flynn was born in Evesham.", said)
+    assert not restates("Daniel Flynn was born in 1950.", said)
 
 
 def test_repeats_answer_needs_known_names_and_a_covered_question() -> None:

@@ -104,3 +104,23 @@ def test_skip_known_names_with_the_real_model(smollm2: LlamaCppModel, tmp_path: 
         assert set(s.known) <= {"br-1", "br-2"}  # read by the question's search: in every draft's prompt
         if s.known and s.decision == "accept":  # names only: a known one read nothing (no page has two passages)
             assert len(s.retrieved) <= settings.follow_k * (len(s.queries) - len(s.known)), s.retrieved
+
+
+def test_lazy_follow_with_the_real_model(smollm2: LlamaCppModel, tmp_path: Path) -> None:
+    # Every sentence after the first is drafted before any name is searched for. Kept, it is
+    # backed by the passages at hand and nothing was searched; dropped, the names are searched
+    # for and the kept sentence is the one written after. Names wait for a step that needs them.
+    build_index(PASSAGES, tmp_path / "idx")
+    lm, tracer = Recording(smollm2), MemoryTracer()
+    settings = Settings(trigger="support", follow_names=True, lazy_follow=True, k=1, found_floor=0.0,
+                        max_sentences=4, verify="flag")  # fmt: skip
+    answer = Flare(lm, TantivyRetriever(tmp_path / "idx"), settings, tracer=tracer).answer(QUESTION)
+    steps = tracer.traces[0].steps
+    early = [s for s in steps if "predraft" in s.timings]
+    assert early, [s.sentence for s in steps]  # the first sentence names Ada Pemberton: a later step drafts first
+    for s in early:
+        if s.predraft is None:  # kept: backed by what the prompt held, no search
+            assert not s.queries and s.support in ("supported", "no_claims") and s.decision == "accept"
+        else:  # dropped: the waiting names were searched for before the draft that counts
+            assert s.queries and "draft" in s.timings
+    assert answer.retrievals == sum(len(s.queries) for s in steps)

@@ -24,6 +24,8 @@
 #   bash docs/results/qwen/reproduce.sh test8     # round 8: held-out lanes for the chosen default
 #   bash docs/results/qwen/reproduce.sh dev9      # round 9: development (names already read not followed further)
 #   bash docs/results/qwen/reproduce.sh test9     # round 9: held-out lanes for the chosen default
+#   bash docs/results/qwen/reproduce.sh dev10     # round 10: development (names searched for when a draft needs them)
+#   bash docs/results/qwen/reproduce.sh test10    # round 10: held-out lanes for the chosen default
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -224,10 +226,22 @@ test9_rest() {
   paired test9/asqa "$T9" --dataset asqa --offset 400 --limit 50 "${LONG[@]}"
 }
 
+# -- round 10 (PROTOCOL.md, "Round 10"): names searched for only when a draft needs them --------
+D9=$D8,skip_known_names=true  # round 9's default; round 10's development base runs beside it
+dev10_base() { dev_lane dev10 base "$D9"; }
+dev10_lazy() { dev_lane dev10 lazy "$D9,lazy_follow=true"; }
+T10=${T10:-$D9,lazy_follow=true}  # the default chosen by round 10's rule (PROTOCOL.md)
+test10_2wiki() { paired test10/2wiki "$T10" --dataset 2wikimultihopqa --offset 900 --limit 100 "${QA[@]}"; }
+test10_rest() {
+  paired test10/world-s3 "$T10" --dataset $WORLD3 --offset 100 --limit 60 "${LONG[@]}"
+  paired test10/asqa "$T10" --dataset asqa --offset 450 --limit 50 "${LONG[@]}"
+}
+
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
              $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/* $OUT/dev7/* $OUT/test7/* \
-             $OUT/dev8/* $OUT/test8/* $OUT/dev9/* $OUT/test9/*; do
+             $OUT/dev8/* $OUT/test8/* $OUT/dev9/* $OUT/test9/* \
+             $OUT/dev10/* $OUT/test10/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -257,6 +271,8 @@ case "${1:-all}" in
   test8nofloor) lanes test8_nofloor_a test8_nofloor_b ;;
   dev9) lanes dev9_known dev9_retry ;;
   test9) lanes test9_2wiki test9_rest ;;
+  dev10) lanes dev10_base dev10_lazy ;;
+  test10) lanes test10_2wiki test10_rest ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;

@@ -92,11 +92,13 @@ class FlareDirect:
         base = ctx.run.first_docs if s.keep_first_docs or by_support else []
         if by_support and s.follow_names:
             follows = follow_queries(ctx)
+            if follows and (s.draft_before_follow or s.lazy_follow):
+                early = self._draft_before_follow(ctx, [*base, *ctx.run.followed], lazy=s.lazy_follow)
+                if early is not None:
+                    if not s.lazy_follow:  # lazy: the names wait for a sentence that needs them
+                        ctx.run.followed_upto = len(ctx.run.sentences)
+                    return early
             ctx.run.followed_upto = len(ctx.run.sentences)  # a step that adds no sentence searches nothing again
-            if s.draft_before_follow and follows:
-                repeated = self._repeat_before_follow(ctx, [*base, *ctx.run.followed])
-                if repeated is not None:
-                    return repeated
             base = [*base, *(yield from follow_names(ctx, follows))]
         piece = ctx.generate(base, "draft")
         _record_draft(ctx, piece)
@@ -125,21 +127,29 @@ class FlareDirect:
         return (yield from self._rewrite(ctx, piece, base, unbacked))
 
     @staticmethod
-    def _repeat_before_follow(ctx: StepContext, base: list[Passage]) -> Commit | None:
-        """``draft_before_follow``: the next sentence, drafted before the search for new names.
+    def _draft_before_follow(ctx: StepContext, base: list[Passage], *, lazy: bool) -> Commit | None:
+        """``draft_before_follow`` and ``lazy_follow``: the next sentence, drafted before the search
+        for new names.
 
-        Kept, with no search, when it only repeats names and numbers the answer has said ("So the
-        answer is Detroit." after "She died in Detroit.") and its documents or cited passages back
-        it: the names' passages would add nothing it says, and they are never searched for. A
-        one-sentence answer must also say every word of the question first: "So the answer is
-        Lotes Nalshulok." after "Fuzote Labs was founded by Lotes Nalshulok." skips the hop the
-        question asks for (where he was born).
+        Kept, with no search, when its documents or cited passages back it and it only repeats
+        names and numbers the answer has said ("So the answer is Detroit." after "She died in
+        Detroit."): the names' passages would add nothing it says. A one-sentence answer must also
+        say every word of the question first: "So the answer is Lotes Nalshulok." after "Fuzote
+        Labs was founded by Lotes Nalshulok." skips the hop the question asks for (where he was
+        born). With ``lazy``, a backed draft that states something new is kept as well: the
+        passages at hand already hold it.
 
         Otherwise ``None``: the draft is dropped (its text stays in the trace as ``predraft``).
         """
         piece = ctx.generate(base, "predraft")
-        if piece.text and not (piece.cut or piece.looped) and repeats_answer(piece.text, ctx.run.question,
-                                                                              ctx.run.sentences):
+        run = ctx.run
+        if not piece.text or piece.cut or piece.looped:
+            keep = False
+        elif lazy and not restates(piece.text, run.sentences):
+            keep = True
+        else:
+            keep = repeats_answer(piece.text, run.question, run.sentences)
+        if keep:
             evidence = ctx.with_cited(base)
             support = ctx.check(piece, evidence)
             if support.passes:
@@ -223,16 +233,17 @@ def hop_queries(ctx: StepContext, piece: Piece, base: Sequence[Passage], query: 
 
 
 def follow_queries(ctx: StepContext) -> list[tuple[str, str]]:
-    """The searches :func:`follow_names` makes for the last sentence, if no step has made them yet.
+    """The searches :func:`follow_names` makes for the sentences no step has searched for yet: the
+    last one, or with ``lazy_follow`` every one since the last search.
 
-    One per new name of that sentence (one the question and the sentences before do not say, at
-    most :data:`MAX_HOPS`), each with the question's words the sentence lacks: (name, query) pairs.
+    One per new name of those sentences (one the question and the sentences before do not say, at
+    most :data:`MAX_HOPS`), each with the question's words they lack: (name, query) pairs.
     """
     run = ctx.run
     if len(run.sentences) <= run.followed_upto or ctx.retrievals_left <= 0:
         return []
-    last = run.sentences[-1].text
-    known = content_words(" ".join([run.question, *(x.text for x in run.sentences[:-1])]))
+    last = " ".join(x.text for x in run.sentences[run.followed_upto :])  # more than one with lazy_follow
+    known = content_words(" ".join([run.question, *(x.text for x in run.sentences[: run.followed_upto])]))
     lacking = content_words(run.question) - content_words(last)
     rest = [w for w in words(run.question) if fold(w) in lacking]
     names = [n for n in names_in(last) if not content_words(n) & known][:MAX_HOPS]
@@ -276,6 +287,12 @@ def read_found(ctx: StepContext, hits: Sequence[Hit], queries: Sequence[str]) ->
     if ctx.settings.trim_found:
         return [excerpt(h.passage, queries) for h in hits]
     return [h.passage for h in hits]
+
+
+def restates(text: str, said: Sequence[Sentence]) -> bool:
+    """Does ``text`` state no name or number that the sentences ``said`` do not?"""
+    known = content_words(" ".join(x.text for x in said))
+    return all(content_words(c.text) <= known for c in claims(text) if c.kind != "word")
 
 
 def repeats_answer(text: str, question: str, said: Sequence[Sentence]) -> bool:
