@@ -25,7 +25,8 @@
 #   bash docs/results/qwen/reproduce.sh dev9      # round 9: development (names already read not followed further)
 #   bash docs/results/qwen/reproduce.sh test9     # round 9: held-out lanes for the chosen default
 #   bash docs/results/qwen/reproduce.sh dev10     # round 10: development (names searched for when a draft needs them)
-#   bash docs/results/qwen/reproduce.sh test10    # round 10: held-out lanes for the chosen default
+#   bash docs/results/qwen/reproduce.sh test10    # round 10: held-out lanes for the chosen default (not run: none chosen)
+#   bash docs/results/qwen/reproduce.sh test10q   # round 10: today's default on HotpotQA, the seed-3 bridge questions, MuSiQue
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -236,6 +237,13 @@ test10_rest() {
   paired test10/world-s3 "$T10" --dataset $WORLD3 --offset 100 --limit 60 "${LONG[@]}"
   paired test10/asqa "$T10" --dataset asqa --offset 450 --limit 50 "${LONG[@]}"
 }
+# Round 10's rule kept lazy_follow off; the lanes measure today's default (T9) instead.
+WORLD3B=docs/results/world/data/world-s3-bridge
+test10q_hotpot() { paired test10/hotpotqa "$T9" --dataset hotpotqa --offset 300 --limit 100 "${QA[@]}"; }
+test10q_rest() {
+  paired test10/world-s3-bridge "$T9" --dataset $WORLD3B --offset 40 --limit 60 "${QA[@]}"
+  paired test10/musique "$T9" --dataset musique --offset 200 --limit 100 "${QA[@]}"
+}
 
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
@@ -273,6 +281,7 @@ case "${1:-all}" in
   test9) lanes test9_2wiki test9_rest ;;
   dev10) lanes dev10_base dev10_lazy ;;
   test10) lanes test10_2wiki test10_rest ;;
+  test10q) lanes test10q_hotpot test10q_rest ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
