@@ -129,9 +129,10 @@ class Settings:
     draft_before_follow: bool = setting(False, "follow_names: draft the next sentence before searching for the "
                                         "last sentence's names; a backed draft that only repeats names and "
                                         "numbers the answer has said is kept without the search.")
-    # Round 10 (docs/results/qwen/PROTOCOL.md): on held-out 2WikiMultihopQA 4 of 180 passages
-    # read for names before an accepted draft were ever cited (the world: 22 of 111); the draft
-    # mostly said what the passages at hand already backed.
+    # Round 10 (docs/results/qwen/PROTOCOL.md): of the passages read for names before a draft that
+    # was then accepted, 32 of 180 (2WikiMultihopQA) and 47 of 127 (world) were cited anywhere in
+    # the answer. Rejected on development data: 8% fewer tokens on 2WikiMultihopQA, 8% more on
+    # long answers, whose early drafts mostly needed the names' passages (more rewrites and flags).
     lazy_follow: bool = setting(False, "follow_names: search for the names the answer brought in only when "
                                 "the next sentence, drafted from the passages at hand, is not backed by "
                                 "them (a bare restatement waits for the names too).")
