@@ -220,7 +220,8 @@ dev9_known() { dev_lane dev9 known "$D8,skip_known_names=true"; }
 dev9_retry() {
   dev_lane dev9 retry flare:trigger=support,verify=retry,retry_then=flag,follow_names=true,follow_k=2,found_floor=0.5,skip_known_names=true
 }
-T9=${T9:-$D8,skip_known_names=true}  # the default chosen by round 9's rule (PROTOCOL.md)
+D9=$D8,skip_known_names=true  # round 9's default, today's
+T9=${T9:-$D9}  # the default chosen by round 9's rule (PROTOCOL.md)
 WORLD3=docs/results/world/data/world-s3
 test9_2wiki() { paired test9/2wiki "$T9" --dataset 2wikimultihopqa --offset 800 --limit 100 "${QA[@]}"; }
 test9_rest() {
@@ -229,7 +230,6 @@ test9_rest() {
 }
 
 # -- round 10 (PROTOCOL.md, "Round 10"): names searched for only when a draft needs them --------
-D9=$D8,skip_known_names=true  # round 9's default; round 10's development base runs beside it
 dev10_base() { dev_lane dev10 base "$D9"; }
 dev10_lazy() { dev_lane dev10 lazy "$D9,lazy_follow=true"; }
 T10=${T10:-$D9,lazy_follow=true}  # the default chosen by round 10's rule (PROTOCOL.md)
@@ -238,12 +238,12 @@ test10_rest() {
   paired test10/world-s3 "$T10" --dataset $WORLD3 --offset 100 --limit 60 "${LONG[@]}"
   paired test10/asqa "$T10" --dataset asqa --offset 450 --limit 50 "${LONG[@]}"
 }
-# Round 10's rule kept lazy_follow off; the lanes measure today's default (T9) instead.
+# Round 10's rule kept lazy_follow off; the lanes measure today's default (D9) instead.
 WORLD3B=docs/results/world/data/world-s3-bridge
-test10q_hotpot() { paired test10/hotpotqa "$T9" --dataset hotpotqa --offset 300 --limit 100 "${QA[@]}"; }
+test10q_hotpot() { paired test10/hotpotqa "$D9" --dataset hotpotqa --offset 300 --limit 100 "${QA[@]}"; }
 test10q_rest() {
-  paired test10/world-s3-bridge "$T9" --dataset $WORLD3B --offset 40 --limit 60 "${QA[@]}"
-  paired test10/musique "$T9" --dataset musique --offset 200 --limit 100 "${QA[@]}"
+  paired test10/world-s3-bridge "$D9" --dataset $WORLD3B --offset 40 --limit 60 "${QA[@]}"
+  paired test10/musique "$D9" --dataset musique --offset 200 --limit 100 "${QA[@]}"
 }
 # -- round 11 (PROTOCOL.md, "Round 11"): trim_found alone, development only ----------------------
 dev11_trim() { dev_lane dev11 trim "$D9,trim_found=true"; }

@@ -302,9 +302,7 @@ def repeats_answer(text: str, question: str, said: Sequence[Sentence]) -> bool:
     question (a word counts when its first four letters do): the answer then has not stopped
     at the bridge of a two-hop question.
     """
-    stated = [c for c in claims(text) if c.kind != "word"]
-    known = content_words(" ".join(x.text for x in said))
-    if not stated or not said or any(not content_words(c.text) <= known for c in stated):
+    if not said or all(c.kind == "word" for c in claims(text)) or not restates(text, said):
         return False
     if len(said) > 1:
         return True
