@@ -28,6 +28,7 @@
 #   bash docs/results/qwen/reproduce.sh test10    # round 10: held-out lanes for the chosen default (not run: none chosen)
 #   bash docs/results/qwen/reproduce.sh test10q   # round 10: today's default on HotpotQA, the seed-3 bridge questions, MuSiQue
 #   bash docs/results/qwen/reproduce.sh dev11     # round 11: development only (trim_found alone)
+#   bash docs/results/qwen/reproduce.sh test12    # round 12: trim_found as the default, held out
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -248,11 +249,20 @@ test10q_rest() {
 # -- round 11 (PROTOCOL.md, "Round 11"): trim_found alone, development only ----------------------
 dev11_trim() { dev_lane dev11 trim "$D9,trim_found=true"; }
 
+# -- round 12 (PROTOCOL.md, "Round 12"): trim_found as the default, held out --------------------------
+T12=${T12:-$D9,trim_found=true}  # the default chosen by round 11's development rule
+test12_2wiki() { paired test12/2wiki "$T12" --dataset 2wikimultihopqa --offset 900 --limit 100 "${QA[@]}"; }
+test12_rest() {
+  paired test12/world-s3 "$T12" --dataset $WORLD3 --offset 100 --limit 60 "${LONG[@]}"
+  paired test12/world-s3-bridge "$T12" --dataset $WORLD3B --offset 100 --limit 60 "${QA[@]}"
+  paired test12/asqa "$T12" --dataset asqa --offset 450 --limit 50 "${LONG[@]}"
+}
+
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
              $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/* $OUT/dev7/* $OUT/test7/* \
              $OUT/dev8/* $OUT/test8/* $OUT/dev9/* $OUT/test9/* \
-             $OUT/dev10/* $OUT/test10/* $OUT/dev11/*; do
+             $OUT/dev10/* $OUT/test10/* $OUT/dev11/* $OUT/test12/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -286,6 +296,7 @@ case "${1:-all}" in
   test10) lanes test10_2wiki test10_rest ;;
   test10q) lanes test10q_hotpot test10q_rest ;;
   dev11) lanes dev11_trim ;;
+  test12) lanes test12_2wiki test12_rest ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
