@@ -136,7 +136,10 @@ class Settings:
     lazy_follow: bool = setting(False, "follow_names: search for the names the answer brought in only when "
                                 "the next sentence, drafted from the passages at hand, is not backed by "
                                 "them (a bare restatement waits for the names too).")
-    trim_found: bool = setting(False, "trigger=support: passages found during the answer (for names or rewrites) "
+    # Rounds 11-12 (docs/results/qwen/PROTOCOL.md): alone (without draft_before_follow) it read 10%
+    # fewer tokens per 2WikiMultihopQA development answer (Wikipedia paragraphs of about four
+    # sentences) and scored level on the bridge and long-form world sets.
+    trim_found: bool = setting(True, "trigger=support: passages found during the answer (for names or rewrites) "
                                "are read cut to their first sentence and the sentences sharing a word with "
                                "the query.")
     # Round 8 (docs/results/qwen/PROTOCOL.md): a search made for a name or a rewrite returns its
@@ -174,6 +177,13 @@ class Settings:
     # (docs/results/verify), and it costs one scoring pass per checked sentence.
     evidence_lift: bool = setting(False, "Let the model's evidence lift back paraphrased words (when the backend "
                                   "can score).")
+    # Calibrated for each model on the world's development sentences against their truth
+    # (docs/results/verify/calibrate.py, highest F1, ties to the higher value): Gemma-3-270m's chose
+    # 0.8; Qwen2.5-1.5B's 518 sentences (rounds 7-11) chose 0.6 (precision 0.74 against 0.64 at
+    # 0.8, the same recall 0.86). The operator's choice: a laxer request could unmark a sentence.
+    support_coverage: float = setting(0.6, "Support checker: weighted share of a sentence's claims its passages "
+                                      "must back; a name or number missing fails it whatever this is.",
+                                      request="operator", low=0, high=1)
     repeat_ngram: int = setting(4, "Cut a sentence where a run of this many words repeats (0: never).", low=0)
     # Budgets (C2). Each cap exists so a single question can never run away with the machine.
     max_retrievals: int = setting(8, "Most searches per answer.", request="lower", low=0)

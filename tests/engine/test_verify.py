@@ -174,6 +174,29 @@ def test_support_trigger_accepts_a_draft_its_documents_back_without_searching() 
     assert has_docs(lm.calls[1])  # the draft was written with the question's documents
 
 
+@pytest.mark.parametrize(("coverage", "searched"), [(0.8, True), (0.6, False)])
+def test_support_coverage_sets_how_many_words_a_backed_draft_may_paraphrase(coverage: float, searched: bool) -> None:
+    # Every name and number is in v2; "killed", "near" and "home" are not (it says "shot dead
+    # outside his ... mansion"): 70% of the claims' weight is backed.
+    said = " He was killed near his Miami Beach home in 1997."
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1997."), [])])
+    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
+    lm.add(lambda p: has_docs(p), says(said))
+    flare, tracer = run(lm, trigger="support", follow_names=False, verify="flag", support_coverage=coverage)
+    answer = flare.answer(QUESTION)
+    step = tracer.traces[0].steps[1]
+    assert step.draft_support == ("partial" if searched else "")
+    assert (step.decision == "accept") is not searched and (answer.retrievals > 1) is searched
+    if not searched:
+        assert answer.sentences[1].text == said.strip() and not answer.sentences[1].flagged
+    assert step.coverage == 0.7 and step.claims[-1] == ("1997", "number", True, None)
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1990."), [])])
+    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
+    lm.add(lambda p: True, says(" He was shot dead outside his Miami Beach mansion in 1990."))
+    flare, _ = run(lm, trigger="support", follow_names=False, verify="flag", support_coverage=coverage)
+    assert flare.answer(QUESTION).sentences[1].flagged  # a wrong number fails at any coverage
+
+
 def test_support_trigger_searches_without_the_unbacked_words() -> None:
     # The draft (written with the question's documents) says 1999; they say 1997.
     flare, tracer = run(script(BAD, GOOD), retriever=MemoryRetriever([*DOCS, REPORT]), trigger="support",

@@ -1,4 +1,5 @@
-"""The round-6 follow options on the real path: SmolLM2, a tantivy index on disk, the real loop.
+"""The round-6 follow options and the checker's coverage on the real path: SmolLM2, a tantivy index
+on disk, the real loop.
 
 ``draft_before_follow`` and ``trim_found`` change what is searched and what the model reads; the
 checks here hold whatever the small model writes: a skipped search is one the kept sentence did
@@ -21,6 +22,7 @@ from flare.lm.llama import LlamaCppModel
 from flare.retrieve.tantivy_index import TantivyRetriever, build_index
 from flare.trace.tracers import MemoryTracer
 from flare.types import Completion, Passage, Sentence
+from flare.verify.support import Thresholds, decide
 
 pytestmark = pytest.mark.model
 
@@ -124,3 +126,23 @@ def test_lazy_follow_with_the_real_model(smollm2: LlamaCppModel, tmp_path: Path)
         else:  # dropped: the waiting names were searched for before the draft that counts
             assert s.queries and "draft" in s.timings
     assert answer.retrievals == sum(len(s.queries) for s in steps)
+
+
+@pytest.mark.parametrize("coverage", [0.6, 1.0])
+def test_support_coverage_with_the_real_model(smollm2: LlamaCppModel, tmp_path: Path, coverage: float) -> None:
+    # Whatever the small model writes, each verdict in the trace is the one its claims give at
+    # the configured coverage, and what the answer marks is what failed it.
+    build_index(PASSAGES, tmp_path / "idx")
+    tracer = MemoryTracer()
+    settings = Settings(trigger="support", follow_names=True, k=1, max_sentences=3, verify="flag",
+                        support_coverage=coverage)  # fmt: skip
+    answer = Flare(smollm2, TantivyRetriever(tmp_path / "idx"), settings, tracer=tracer).answer(QUESTION)
+    steps = [s for s in tracer.traces[0].steps if s.claims and s.support not in ("unchecked", "no_claims")]
+    assert steps, [s.sentence for s in tracer.traces[0].steps]
+    for s in steps:
+        if not s.leaked:
+            assert s.support == decide(s.claims, Thresholds(supported=coverage))[0], (s.sentence, s.claims)
+    shown = {x.text: x for x in answer.sentences}
+    for s in steps:
+        if s.sentence in shown:
+            assert shown[s.sentence].flagged is (s.support not in ("supported", "no_claims"))

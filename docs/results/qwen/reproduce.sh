@@ -29,6 +29,8 @@
 #   bash docs/results/qwen/reproduce.sh test10q   # round 10: today's default on HotpotQA, the seed-3 bridge questions, MuSiQue
 #   bash docs/results/qwen/reproduce.sh dev11     # round 11: development only (trim_found alone)
 #   bash docs/results/qwen/reproduce.sh test12    # round 12: trim_found as the default, held out
+#   bash docs/results/qwen/reproduce.sh dev13     # round 13: possessives in the checker; its coverage recalibrated
+#   bash docs/results/qwen/reproduce.sh test13    # round 13: the chosen default, held out
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -258,11 +260,23 @@ test12_rest() {
   paired test12/asqa "$T12" --dataset asqa --offset 450 --limit 50 "${LONG[@]}"
 }
 
+# -- round 13 (PROTOCOL.md, "Round 13"): possessives in the checker, its coverage recalibrated ------
+D12=$D9,trim_found=true  # round 12's default; round 13's development base is dev11/*-trim
+dev13_poss() { dev_lane dev13 poss "$D12,support_coverage=0.8"; }
+dev13_cov() { dev_lane dev13 cov "$D12,support_coverage=0.6"; }
+T13=${T13:-$D12,support_coverage=0.6}  # the default chosen by round 13's rule (PROTOCOL.md)
+WORLD4=docs/results/world/data/world-s4
+test13_2wiki() { paired test13/2wiki "$T13" --dataset 2wikimultihopqa --offset 1000 --limit 100 "${QA[@]}"; }
+test13_rest() {
+  paired test13/world-s4 "$T13" --dataset $WORLD4 --offset 40 --limit 60 "${LONG[@]}"
+  paired test13/world-s4-bridge "$T13" --dataset $WORLD4-bridge --offset 40 --limit 60 "${QA[@]}"
+}
+
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
              $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/* $OUT/dev7/* $OUT/test7/* \
              $OUT/dev8/* $OUT/test8/* $OUT/dev9/* $OUT/test9/* \
-             $OUT/dev10/* $OUT/test10/* $OUT/dev11/* $OUT/test12/*; do
+             $OUT/dev10/* $OUT/test10/* $OUT/dev11/* $OUT/test12/* $OUT/dev13/* $OUT/test13/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -297,6 +311,8 @@ case "${1:-all}" in
   test10q) lanes test10q_hotpot test10q_rest ;;
   dev11) lanes dev11_trim ;;
   test12) lanes test12_2wiki test12_rest ;;
+  dev13) lanes dev13_poss dev13_cov ;;
+  test13) lanes test13_2wiki test13_rest ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;

@@ -25,6 +25,7 @@ from flare.retrieve.filters import Filters
 from flare.text import RepeatWatch, SentenceWatch, content_words, first_sentence_end, fold, repeated_ngram
 from flare.trace.schema import Decision, RetrievedRecord, StepRecord, TraceRecord
 from flare.types import Answer, Citation, Completion, EndReason, Hit, Passage, Sentence, TokenLogprob
+from flare.verify.support import DEFAULT as SUPPORT
 from flare.verify.support import Support, claim_lift, exemplar_leaks
 from flare.verify.support import check as check_support
 
@@ -225,7 +226,8 @@ class StepContext:
             lift = claim_lift(piece.text, piece.tokens, without.tokens)
             rec.timings["verify"] = round(rec.timings.get("verify", 0.0) + time.perf_counter() - t0, 4)
         context = [self.run.question, *(s.text for s in self.run.sentences)]
-        verdict = check_support(piece.text, docs, lift=lift, context=context)
+        thresholds = replace(SUPPORT, supported=s.support_coverage)
+        verdict = check_support(piece.text, docs, lift=lift, context=context, thresholds=thresholds)
         leaked = tuple(n for n in exemplar_leaks(piece.text, self.template.header, self.run.question, docs)
                        if not self._in_corpus(n))  # fmt: skip
         if leaked:
