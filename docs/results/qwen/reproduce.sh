@@ -264,7 +264,7 @@ test12_rest() {
 D12=$D9,trim_found=true  # round 12's default; round 13's development base is dev11/*-trim
 dev13_poss() { dev_lane dev13 poss "$D12,support_coverage=0.8"; }
 dev13_cov() { dev_lane dev13 cov "$D12,support_coverage=0.6"; }
-T13=${T13:-$D12,support_coverage=0.6}  # the default chosen by round 13's rule (PROTOCOL.md)
+T13=${T13:-$D12,support_coverage=0.8}  # round 13's rule chose neither lane: round 12's default (PROTOCOL.md)
 WORLD4=docs/results/world/data/world-s4
 test13_2wiki() { paired test13/2wiki "$T13" --dataset 2wikimultihopqa --offset 1000 --limit 100 "${QA[@]}"; }
 test13_rest() {

@@ -66,15 +66,6 @@ LIGHT = frozenset(
     """.split()  # noqa: SIM905 - a word list is easier to read and extend as text
 )
 
-# An English possessive ("Cleves's", "the brothers'") names what its word names.
-_POSSESSIVE = re.compile(r"'s?$")
-
-
-def _bare(word: str) -> str:
-    """A folded word without its possessive ending: "cleves's" and "cleves'" are "cleves"."""
-    return _POSSESSIVE.sub("", word) if len(word) > 2 else word
-
-
 # Suffixes stripped for the light stem (longest first); stems keep at least 4 characters.
 _SUFFIXES = ("ations", "ation", "ments", "ment", "ings", "ing", "ers", "er", "ies", "es", "ed", "s", "ly")
 _CAPITAL = re.compile(r"^[A-Z][\w'-]*$|^[A-Z0-9]+(?:[-/.][A-Z0-9]+)+$")
@@ -153,7 +144,7 @@ def claims(sentence: str) -> list[Claim]:
     for i, w in enumerate(spans):
         if any(a < w.end and w.start < b for a, b in taken):
             continue
-        folded = _bare(fold(w.text))
+        folded = fold(w.text)
         if folded in LIGHT or folded in seen or (len(folded) == 1 and not is_han(folded)):
             continue
         seen.add(folded)
@@ -209,7 +200,7 @@ def _first_names(text: str) -> frozenset[str]:
         if c.kind == "name" and not any(ch.isdigit() for ch in c.text):
             if run and c.start > run_end + 1:
                 break
-            run.append(_bare(fold(c.text)))
+            run.append(fold(c.text))
             run_end = c.end
         elif run:
             break
@@ -266,11 +257,11 @@ class _Evidence:
     def __init__(self, passage: Passage) -> None:
         full = f"{passage.title}\n{passage.text}"
         self.text = fold(full)
-        self.words = {_bare(fold(s.text)) for s in word_spans(full)}
+        self.words = {fold(s.text) for s in word_spans(full)}
         self.stems = {_stem(w) for w in self.words}
         self.numbers = {n.value for n in numbers(full)}
         self.sentences = [
-            ({n.value for n in numbers(part)}, {_stem(_bare(fold(w.text))) for w in word_spans(part)})
+            ({n.value for n in numbers(part)}, {_stem(fold(w.text)) for w in word_spans(part)})
             for part in _SENTENCE_END.split(full)
         ]
 
@@ -281,7 +272,7 @@ class _Evidence:
     def backs(self, claim: Claim) -> bool:
         if claim.kind == "number":
             return claim.value in self.numbers
-        w = _bare(fold(claim.text))
+        w = fold(claim.text)
         if w in self.words or _stem(w) in self.stems:
             return True
         return any(is_han(c) for c in w) and w in self.text
@@ -349,12 +340,12 @@ def check(
     evidence = [_Evidence(p) for p in passages]
     lifts: list[float | None] = list(lift) if lift is not None else [None] * len(units)
     clauses = _subjects(sentence, context) if thresholds.colocate else []
-    relation = {_stem(_bare(fold(c.text))) for c in units if c.kind == "word"} if thresholds.relation else set()
+    relation = {_stem(fold(c.text)) for c in units if c.kind == "word"} if thresholds.relation else set()
     found_by = []
     for c in units:
         hits = {i for i, e in enumerate(evidence) if e.backs(c)}
         about = next((subj for start, subj in reversed(clauses) if start <= c.start), frozenset())
-        if about and c.kind != "word" and _bare(fold(c.text)) not in about:
+        if about and c.kind != "word" and fold(c.text) not in about:
             hits = {i for i in hits if evidence[i].names(about)}
         if relation and c.kind == "number":
             hits = {i for i in hits if evidence[i].relates(c, relation)}
