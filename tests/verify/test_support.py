@@ -154,4 +154,3 @@ def test_a_name_taken_from_another_subjects_passage_does_not_count() -> None:
     v = check("Favalze Foods makes the Thebazas chainsaw.", [maker, other])
     assert not v.passes and "Thebazas" in " ".join(v.unsupported)
     assert check("Vrunsha Foods makes the Thebazas chainsaw.", [maker, other]).passes
-

@@ -252,7 +252,8 @@ test10q_rest() {
 dev11_trim() { dev_lane dev11 trim "$D9,trim_found=true"; }
 
 # -- round 12 (PROTOCOL.md, "Round 12"): trim_found as the default, held out --------------------------
-T12=${T12:-$D9,trim_found=true}  # the default chosen by round 11's development rule
+D12=$D9,trim_found=true  # round 12's default; round 13's development base is dev11/*-trim
+T12=${T12:-$D12}  # the default chosen by round 11's development rule
 test12_2wiki() { paired test12/2wiki "$T12" --dataset 2wikimultihopqa --offset 900 --limit 100 "${QA[@]}"; }
 test12_rest() {
   paired test12/world-s3 "$T12" --dataset $WORLD3 --offset 100 --limit 60 "${LONG[@]}"
@@ -261,7 +262,6 @@ test12_rest() {
 }
 
 # -- round 13 (PROTOCOL.md, "Round 13"): possessives in the checker, its coverage recalibrated ------
-D12=$D9,trim_found=true  # round 12's default; round 13's development base is dev11/*-trim
 dev13_poss() { dev_lane dev13 poss "$D12,support_coverage=0.8"; }
 dev13_cov() { dev_lane dev13 cov "$D12,support_coverage=0.6"; }
 T13=${T13:-$D12,support_coverage=0.8}  # round 13's rule chose neither lane: round 12's default (PROTOCOL.md)
