@@ -197,6 +197,43 @@ def test_support_coverage_sets_how_many_words_a_backed_draft_may_paraphrase(cove
     assert flare.answer(QUESTION).sentences[1].flagged  # a wrong number fails at any coverage
 
 
+PARAPHRASE = " He was killed near his Miami Beach home in 1997."  # 70% of its claims' weight in v2
+
+
+@pytest.mark.parametrize(("verify_coverage", "flagged"), [(0.8, True), (0.6, False), (1.0, True)])
+def test_verify_coverage_sets_what_a_shown_sentence_is_held_to(verify_coverage: float, flagged: bool) -> None:
+    # Every name and number of the rewrite is in v2; "killed", "near" and "home" are not.
+    flare, tracer = run(script(PARAPHRASE), verify="flag", verify_coverage=verify_coverage)
+    answer = flare.answer(QUESTION)
+    step = tracer.traces[0].steps[1]
+    assert step.decision == "retrieve" and answer.sentences[1].text == PARAPHRASE.strip()
+    assert step.coverage == 0.7 and step.claims[-1] == ("1997", "number", True, None)
+    assert answer.sentences[1].flagged is flagged and step.verify == ("flag" if flagged else "pass")
+
+
+def test_a_laxer_verify_coverage_leaves_the_support_trigger_its_own() -> None:
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1997."), [])])
+    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
+    lm.add(lambda p: has_docs(p), says(PARAPHRASE))
+    flare, tracer = run(lm, trigger="support", follow_names=False, verify="flag", verify_coverage=0.6)
+    answer = flare.answer(QUESTION)
+    step = tracer.traces[0].steps[1]
+    assert step.draft_support == "partial" and step.decision != "accept"  # searched for at 0.8
+    assert answer.retrievals > 1
+
+
+def test_a_stricter_verify_coverage_checks_a_kept_draft_again() -> None:
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1997."), [])])
+    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
+    lm.add(lambda p: has_docs(p), says(PARAPHRASE))
+    flare, tracer = run(lm, trigger="support", follow_names=False, verify="flag", support_coverage=0.6,
+                        verify_coverage=0.9)  # fmt: skip
+    answer = flare.answer(QUESTION)
+    step = tracer.traces[0].steps[1]
+    assert step.decision == "accept" and answer.retrievals == 1  # kept unsearched at 0.6
+    assert answer.sentences[1].flagged and step.verify == "flag"  # but shown marked at 0.9
+
+
 def test_support_trigger_searches_without_the_unbacked_words() -> None:
     # The draft (written with the question's documents) says 1999; they say 1997.
     flare, tracer = run(script(BAD, GOOD), retriever=MemoryRetriever([*DOCS, REPORT]), trigger="support",
@@ -681,6 +718,18 @@ def test_excerpt_keeps_the_first_sentence_and_those_sharing_a_query_word() -> No
     assert excerpt(p, ["Ulvin Norway tea"]) is p  # every sentence shares a word: unchanged
     short = Passage("b", "Mara Ulvin was a singer. She toured Norway twice.")
     assert excerpt(short, ["Korsk"]) is short  # two sentences are read whole
+
+
+def test_excerpt_can_keep_only_the_sentences_sharing_the_most_query_words() -> None:
+    text = ("Mara Ulvin was a singer. She toured Norway twice. Ulvin died in Korsk in 1999. "
+            "Korsk mourned Ulvin. She liked tea.")  # fmt: skip
+    p = Passage("a", text, "Mara Ulvin")
+    assert excerpt(p, ["Ulvin died Korsk"], most=1).text == "Mara Ulvin was a singer. … Ulvin died in Korsk in 1999. …"
+    both = "Mara Ulvin was a singer. … Ulvin died in Korsk in 1999. Korsk mourned Ulvin. …"
+    assert excerpt(p, ["Ulvin died Korsk"], most=2).text == both == excerpt(p, ["Ulvin died Korsk"]).text
+    # a tie goes to the earlier sentence; a sentence sharing no word is never kept
+    assert excerpt(p, ["Norway Korsk"], most=1).text == "Mara Ulvin was a singer. She toured Norway twice. …"
+    assert excerpt(p, ["Norway"], most=3).text == "Mara Ulvin was a singer. She toured Norway twice. …"
 
 
 @pytest.mark.parametrize("trim", [True, False])

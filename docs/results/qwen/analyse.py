@@ -3,7 +3,9 @@
 For each results file and dataset: per method the number of questions, the main score (world:
 fact recall from the ground truth; QA sets: the dataset's quality score), the shares of sentences
 shown unmarked but unsupported and flagged `[?]` (the checker's), and on the world the truth's
-unsupported and cited-but-unsupported shares, retrievals and LM calls per answer, tokens evaluated
+unsupported, cited-but-unsupported and unmarked-but-unsupported shares (the last: claim sentences
+shown without the mark that the world's truth finds unbacked by what they cite, judged here from
+the trace), retrievals and LM calls per answer, tokens evaluated
 per answer (the trace's ``lm_tokens_evaluated``: prompt tokens the model evaluated plus those it
 generated, its work whatever the machine's load), median seconds; then the paired difference to
 ``single`` over the questions both answered — mean, 95% bootstrap interval (10,000 resamples,
@@ -29,8 +31,29 @@ from pathlib import Path
 from typing import Any
 
 from flare.evaluate.harness import read_results
+from flare.evaluate.world import load_world
+from flare.evaluate.world.score import judge_record
+from flare.evaluate.world.truth import Judge
 
 REFERENCE = "single"
+WORLDS = Path(__file__).resolve().parents[1] / "world" / "data"
+_judges: dict[str, Judge | None] = {}
+
+
+def unmarked_unsupported(record: dict[str, Any]) -> float | None:
+    """Share of an answer's claim sentences shown unmarked that the world's truth finds unbacked by
+    the passages they cite (None: not a world, or no claim sentence)."""
+    dataset = str(record["dataset"])
+    if dataset not in _judges:
+        folder = WORLDS / dataset
+        _judges[dataset] = Judge(load_world(folder)) if (folder / "truth.jsonl").exists() else None
+    judge = _judges[dataset]
+    verdict = None if judge is None else judge_record(judge, record)
+    if verdict is None:
+        return None
+    marks = [str(s.get("verify") or "").endswith("flag") for s in record["trace"]["steps"] if s.get("sentence")]
+    shown = [v for v, flagged in zip(verdict.sentences, marks, strict=True) if v.status != "no_claims" and not flagged]
+    return sum(not v.supported for v in shown) / len(shown) if shown else 0.0
 
 
 def main_score(record: dict[str, Any]) -> float | None:
@@ -61,6 +84,11 @@ def share(records: list[dict[str, Any]], key: str) -> str:
     return f"{statistics.mean(values):.3f}" if values else "–"
 
 
+def unmarked(records: list[dict[str, Any]]) -> str:
+    values = [x for r in records for x in [unmarked_unsupported(r)] if x is not None]
+    return f"{statistics.mean(values):.3f}" if values else "–"
+
+
 Paired = tuple[str, float, float, float, int]  # label, mean difference, low, high, n
 
 
@@ -76,15 +104,15 @@ def table(paths: list[Path], pairs: list[Paired] | None = None) -> None:
         base = methods.get(REFERENCE, {})
         print(f"\n### {dataset} — `{name}`\n")
         print("| method | n | score | shown unsupported | flagged | truth: unsupported | truth: cited unsupported "
-              "| retrievals | LM calls | tokens evaluated | p50 s | Δ vs single [95%] | wins / losses "
-              "| seconds vs single |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+              "| truth: unmarked unsupported | retrievals | LM calls | tokens evaluated | p50 s | Δ vs single [95%] "
+              "| wins / losses | seconds vs single |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
         for method, recs in sorted(methods.items(), key=lambda kv: (kv[0] != REFERENCE, kv[0])):
             rows = list(recs.values())
             cells = [
                 f"`{method}`", str(len(rows)), f"{statistics.mean(_score(r) for r in rows):.3f}",
                 share(rows, "shown_unsupported"), share(rows, "flagged"), share(rows, "truth_unsupported_share"),
-                share(rows, "truth_cited_unsupported"),
+                share(rows, "truth_cited_unsupported"), unmarked(rows),
                 f"{statistics.mean(r['retrievals'] for r in rows):.2f}",
                 f"{statistics.mean(r['lm_calls'] for r in rows):.2f}",
                 f"{statistics.mean(r['trace']['lm_tokens_evaluated'] for r in rows):.0f}",

@@ -31,6 +31,8 @@
 #   bash docs/results/qwen/reproduce.sh test12    # round 12: trim_found as the default, held out
 #   bash docs/results/qwen/reproduce.sh dev13     # round 13: possessives in the checker; its coverage recalibrated
 #   bash docs/results/qwen/reproduce.sh test13    # round 13: the chosen default, held out
+#   bash docs/results/qwen/reproduce.sh dev14     # round 14: the shown verdict at Qwen's coverage; excerpts capped
+#   bash docs/results/qwen/reproduce.sh test14    # round 14: the chosen default, held out
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -272,11 +274,23 @@ test13_rest() {
   paired test13/world-s4-bridge "$T13" --dataset $WORLD4-bridge --offset 40 --limit 60 "${QA[@]}"
 }
 
+# -- round 14 (PROTOCOL.md, "Round 14"): the shown verdict at Qwen's coverage; excerpts capped ------
+dev14_mark() { dev_lane dev14 mark "$D12,verify_coverage=0.6"; }
+dev14_cap() { dev_lane dev14 cap "$D12,verify_coverage=0.6,trim_sentences=1"; }
+T14=${T14:-$D12,verify_coverage=0.8,trim_sentences=0}  # replaced by the default round 14's rule chooses
+test14_2wiki() { paired test14/2wiki "$T14" --dataset 2wikimultihopqa --offset 1100 --limit 100 "${QA[@]}"; }
+test14_rest() {
+  paired test14/world-s4 "$T14" --dataset $WORLD4 --offset 100 --limit 60 "${LONG[@]}"
+  paired test14/world-s4-bridge "$T14" --dataset $WORLD4-bridge --offset 100 --limit 60 "${QA[@]}"
+  paired test14/asqa "$T14" --dataset asqa --offset 500 --limit 50 "${LONG[@]}"
+}
+
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
              $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/* $OUT/dev7/* $OUT/test7/* \
              $OUT/dev8/* $OUT/test8/* $OUT/dev9/* $OUT/test9/* \
-             $OUT/dev10/* $OUT/test10/* $OUT/dev11/* $OUT/test12/* $OUT/dev13/* $OUT/test13/*; do
+             $OUT/dev10/* $OUT/test10/* $OUT/dev11/* $OUT/test12/* $OUT/dev13/* $OUT/test13/* \
+             $OUT/dev14/* $OUT/test14/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -313,6 +327,8 @@ case "${1:-all}" in
   test12) lanes test12_2wiki test12_rest ;;
   dev13) lanes dev13_poss dev13_cov ;;
   test13) lanes test13_2wiki test13_rest ;;
+  dev14) lanes dev14_mark dev14_cap ;;
+  test14) lanes test14_2wiki test14_rest ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;

@@ -285,7 +285,7 @@ def read_found(ctx: StepContext, hits: Sequence[Hit], queries: Sequence[str]) ->
         ctx.record.unread.extend(h.passage.id for h in hits if h.score < floor)
         hits = [h for h in hits if h.score >= floor]
     if ctx.settings.trim_found:
-        return [excerpt(h.passage, queries) for h in hits]
+        return [excerpt(h.passage, queries, most=ctx.settings.trim_sentences) for h in hits]
     return [h.passage for h in hits]
 
 
@@ -310,17 +310,22 @@ def repeats_answer(text: str, question: str, said: Sequence[Sentence]) -> bool:
     return all(w[:4] in have for w in content_words(question))
 
 
-def excerpt(passage: Passage, queries: Sequence[str]) -> Passage:
+def excerpt(passage: Passage, queries: Sequence[str], *, most: int = 0) -> Passage:
     """``passage`` cut to its first sentence and the sentences sharing a content word with ``queries``.
 
-    A passage of one or two sentences, or one whose every sentence shares a word, is returned
-    unchanged; cuts are marked with " … ". The id stays the passage's: citations point at it.
+    With ``most`` > 0, at most that many of the others are kept: those sharing the most words,
+    the earlier on a tie. A passage of one or two sentences, or one whose every sentence is kept,
+    is returned unchanged; cuts are marked with " … ". The id stays the passage's: citations
+    point at it.
     """
     sentences = split_sentences(passage.text)
     if len(sentences) <= 2:
         return passage
     asked = content_words(" ".join(queries))
-    keep = [i == 0 or bool(content_words(x) & asked) for i, x in enumerate(sentences)]
+    shared = [len(content_words(x) & asked) for x in sentences]
+    ranked = sorted((i for i in range(1, len(sentences)) if shared[i]), key=lambda i: -shared[i])
+    chosen = {0, *(ranked[:most] if most else ranked)}
+    keep = [i in chosen for i in range(len(sentences))]
     if all(keep):
         return passage
     parts: list[str] = []

@@ -209,8 +209,11 @@ class StepContext:
             piece = Piece(text, tuple(cut_tokens(piece.tokens, shift + len(text))), False, False, True)
         return piece
 
-    def check(self, piece: Piece, docs: Sequence[Passage]) -> Support:
+    def check(self, piece: Piece, docs: Sequence[Passage], *, coverage: float | None = None) -> Support:
         """The support checker's verdict on ``piece`` against ``docs`` (C5), recorded in the trace.
+
+        ``coverage`` is the share of the claims' weight that must be backed: the support
+        trigger's ``support_coverage`` unless given (verification passes ``verify_coverage``).
 
         With ``evidence_lift`` and a backend that can score, the sentence is also scored without
         the documents, after the same question and answer so far (a prompt the draft context has
@@ -226,7 +229,7 @@ class StepContext:
             lift = claim_lift(piece.text, piece.tokens, without.tokens)
             rec.timings["verify"] = round(rec.timings.get("verify", 0.0) + time.perf_counter() - t0, 4)
         context = [self.run.question, *(s.text for s in self.run.sentences)]
-        thresholds = replace(SUPPORT, supported=s.support_coverage)
+        thresholds = replace(SUPPORT, supported=s.support_coverage if coverage is None else coverage)
         verdict = check_support(piece.text, docs, lift=lift, context=context, thresholds=thresholds)
         leaked = tuple(n for n in exemplar_leaks(piece.text, self.template.header, self.run.question, docs)
                        if not self._in_corpus(n))  # fmt: skip

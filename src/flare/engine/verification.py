@@ -1,7 +1,9 @@
 """Verified output (C5, C6): every sentence is checked against its passages before it is accepted.
 
 What happens to a sentence the support checker (:mod:`flare.verify.support`) does not pass
-depends on ``Settings.verify``:
+depends on ``Settings.verify``; the checker's coverage here is ``Settings.verify_coverage``
+(a draft the support trigger kept passed ``support_coverage``, and is checked again only when
+``verify_coverage`` is the stricter):
 
 * ``flag`` — it is accepted, marked: it cites only the passages that back part of it, and its
   unbacked spans travel with it to every output;
@@ -29,7 +31,9 @@ def verify(ctx: StepContext, commit: Commit) -> Generator[Event, None, Commit | 
     s, rec = ctx.settings, ctx.record
     if commit.support is None:
         docs = ctx.with_cited(commit.docs)
-        commit = replace(commit, docs=docs, support=ctx.check(commit.piece, docs))
+        commit = replace(commit, docs=docs, support=ctx.check(commit.piece, docs, coverage=s.verify_coverage))
+    elif s.verify_coverage > s.support_coverage:  # a draft the trigger kept, held to the stricter test
+        commit = replace(commit, support=ctx.check(commit.piece, commit.docs, coverage=s.verify_coverage))
     assert commit.support is not None
     if commit.support.passes:
         rec.verify = "pass"
@@ -65,4 +69,4 @@ def _retry(ctx: StepContext, commit: Commit) -> Generator[Event, None, Commit | 
     if not piece.text:
         return None
     ctx.record.rejected.append(commit.piece.text)
-    return Commit(piece, docs, retrieved=True, support=ctx.check(piece, docs))
+    return Commit(piece, docs, retrieved=True, support=ctx.check(piece, docs, coverage=ctx.settings.verify_coverage))
