@@ -182,7 +182,8 @@ def test_support_coverage_sets_how_many_words_a_backed_draft_may_paraphrase(cove
     lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1997."), [])])
     lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
     lm.add(lambda p: has_docs(p), says(said))
-    flare, tracer = run(lm, trigger="support", follow_names=False, verify="flag", support_coverage=coverage)
+    flare, tracer = run(lm, trigger="support", follow_names=False, verify="flag", support_coverage=coverage,
+                        verify_coverage=coverage)  # fmt: skip
     answer = flare.answer(QUESTION)
     step = tracer.traces[0].steps[1]
     assert step.draft_support == ("partial" if searched else "")
