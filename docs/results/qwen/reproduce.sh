@@ -277,7 +277,7 @@ test13_rest() {
 # -- round 14 (PROTOCOL.md, "Round 14"): the shown verdict at Qwen's coverage; excerpts capped ------
 dev14_mark() { dev_lane dev14 mark "$D12,verify_coverage=0.6"; }
 dev14_cap() { dev_lane dev14 cap "$D12,verify_coverage=0.6,trim_sentences=1"; }
-T14=${T14:-$D12,verify_coverage=0.8,trim_sentences=0}  # replaced by the default round 14's rule chooses
+T14=${T14:-$D12,verify_coverage=0.6}  # round 14's rule chose (q) alone (PROTOCOL.md)
 test14_2wiki() { paired test14/2wiki "$T14" --dataset 2wikimultihopqa --offset 1100 --limit 100 "${QA[@]}"; }
 test14_rest() {
   paired test14/world-s4 "$T14" --dataset $WORLD4 --offset 100 --limit 60 "${LONG[@]}"
