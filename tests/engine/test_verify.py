@@ -174,31 +174,35 @@ def test_support_trigger_accepts_a_draft_its_documents_back_without_searching() 
     assert has_docs(lm.calls[1])  # the draft was written with the question's documents
 
 
+PARAPHRASE = " He was killed near his Miami Beach home in 1997."  # 70% of its claims' weight in v2
+
+
+def paraphrase_lm() -> ScriptedLM:
+    """FIRST, then PARAPHRASE drafted from the question's documents (the support trigger's draft)."""
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1997."), [])])
+    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
+    lm.add(lambda p: has_docs(p), says(PARAPHRASE))
+    return lm
+
+
 @pytest.mark.parametrize(("coverage", "searched"), [(0.8, True), (0.6, False)])
 def test_support_coverage_sets_how_many_words_a_backed_draft_may_paraphrase(coverage: float, searched: bool) -> None:
     # Every name and number is in v2; "killed", "near" and "home" are not (it says "shot dead
     # outside his ... mansion"): 70% of the claims' weight is backed.
-    said = " He was killed near his Miami Beach home in 1997."
-    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1997."), [])])
-    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
-    lm.add(lambda p: has_docs(p), says(said))
-    flare, tracer = run(lm, trigger="support", follow_names=False, verify="flag", support_coverage=coverage,
-                        verify_coverage=coverage)  # fmt: skip
+    flare, tracer = run(paraphrase_lm(), trigger="support", follow_names=False, verify="flag",
+                        support_coverage=coverage, verify_coverage=coverage)  # fmt: skip
     answer = flare.answer(QUESTION)
     step = tracer.traces[0].steps[1]
     assert step.draft_support == ("partial" if searched else "")
     assert (step.decision == "accept") is not searched and (answer.retrievals > 1) is searched
     if not searched:
-        assert answer.sentences[1].text == said.strip() and not answer.sentences[1].flagged
+        assert answer.sentences[1].text == PARAPHRASE.strip() and not answer.sentences[1].flagged
     assert step.coverage == 0.7 and step.claims[-1] == ("1997", "number", True, None)
     lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1990."), [])])
     lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
     lm.add(lambda p: True, says(" He was shot dead outside his Miami Beach mansion in 1990."))
     flare, _ = run(lm, trigger="support", follow_names=False, verify="flag", support_coverage=coverage)
     assert flare.answer(QUESTION).sentences[1].flagged  # a wrong number fails at any coverage
-
-
-PARAPHRASE = " He was killed near his Miami Beach home in 1997."  # 70% of its claims' weight in v2
 
 
 @pytest.mark.parametrize(("verify_coverage", "flagged"), [(0.8, True), (0.6, False), (1.0, True)])
@@ -213,10 +217,7 @@ def test_verify_coverage_sets_what_a_shown_sentence_is_held_to(verify_coverage: 
 
 
 def test_a_laxer_verify_coverage_leaves_the_support_trigger_its_own() -> None:
-    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1997."), [])])
-    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
-    lm.add(lambda p: has_docs(p), says(PARAPHRASE))
-    flare, tracer = run(lm, trigger="support", follow_names=False, verify="flag", verify_coverage=0.6)
+    flare, tracer = run(paraphrase_lm(), trigger="support", follow_names=False, verify="flag", verify_coverage=0.6)
     answer = flare.answer(QUESTION)
     step = tracer.traces[0].steps[1]
     assert step.draft_support == "partial" and step.decision != "accept"  # searched for at 0.8
@@ -224,10 +225,7 @@ def test_a_laxer_verify_coverage_leaves_the_support_trigger_its_own() -> None:
 
 
 def test_a_stricter_verify_coverage_checks_a_kept_draft_again() -> None:
-    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("1997."), [])])
-    lm.add(lambda p: has_docs(p) and not tail(p).strip(), says(FIRST))
-    lm.add(lambda p: has_docs(p), says(PARAPHRASE))
-    flare, tracer = run(lm, trigger="support", follow_names=False, verify="flag", support_coverage=0.6,
+    flare, tracer = run(paraphrase_lm(), trigger="support", follow_names=False, verify="flag", support_coverage=0.6,
                         verify_coverage=0.9)  # fmt: skip
     answer = flare.answer(QUESTION)
     step = tracer.traces[0].steps[1]

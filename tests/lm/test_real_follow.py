@@ -2,9 +2,9 @@
 on disk, the real loop.
 
 ``draft_before_follow``, ``trim_found`` and ``trim_sentences`` change what is searched and what the
-model reads; the checks here hold whatever the small model writes: a skipped search is one the kept sentence did
-not need, a dropped early draft is followed by the search, and a followed passage reaches the
-prompt cut to its excerpt.
+model reads; the checks here hold whatever the small model writes: a skipped search is one the
+kept sentence did not need, a dropped early draft is followed by the search, and a followed
+passage reaches the prompt cut to its excerpt.
 """
 
 from __future__ import annotations

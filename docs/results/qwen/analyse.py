@@ -79,14 +79,16 @@ def interval(diffs: list[float], resamples: int = 10_000) -> tuple[float, float]
     return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
 
 
-def share(records: list[dict[str, Any]], key: str) -> str:
-    values = [r["scores"][key] for r in records if r["scores"].get(key) is not None]
+def mean_of(values: list[float]) -> str:
     return f"{statistics.mean(values):.3f}" if values else "–"
+
+
+def share(records: list[dict[str, Any]], key: str) -> str:
+    return mean_of([r["scores"][key] for r in records if r["scores"].get(key) is not None])
 
 
 def unmarked(records: list[dict[str, Any]]) -> str:
-    values = [x for r in records for x in [unmarked_unsupported(r)] if x is not None]
-    return f"{statistics.mean(values):.3f}" if values else "–"
+    return mean_of([x for r in records for x in [unmarked_unsupported(r)] if x is not None])
 
 
 Paired = tuple[str, float, float, float, int]  # label, mean difference, low, high, n
