@@ -20,8 +20,9 @@ from flare.engine.policies import repeats_answer
 from flare.lm.base import ForwardingLM
 from flare.lm.llama import LlamaCppModel
 from flare.retrieve.tantivy_index import TantivyRetriever, build_index
+from flare.trace.schema import StepRecord
 from flare.trace.tracers import MemoryTracer
-from flare.types import Completion, Passage, Sentence
+from flare.types import Answer, Completion, Passage, Sentence
 from flare.verify.support import Thresholds, decide
 
 pytestmark = pytest.mark.model
@@ -128,17 +129,26 @@ def test_lazy_follow_with_the_real_model(smollm2: LlamaCppModel, tmp_path: Path)
     assert answer.retrievals == sum(len(s.queries) for s in steps)
 
 
-@pytest.mark.parametrize("coverage", [0.6, 1.0])
-def test_support_coverage_with_the_real_model(smollm2: LlamaCppModel, tmp_path: Path, coverage: float) -> None:
-    # Whatever the small model writes, each verdict in the trace is the one its claims give at
-    # the configured coverage, and what the answer marks is what failed it.
+def answer_with(smollm2: LlamaCppModel, tmp_path: Path, *, support: float,
+                verify: float) -> tuple[Answer, list[StepRecord]]:  # fmt: skip
+    """The real loop's answer to QUESTION (support trigger, names followed, marks on) and its
+    steps, the trigger and the shown verdict at the given coverages."""
     build_index(PASSAGES, tmp_path / "idx")
     tracer = MemoryTracer()
     settings = Settings(trigger="support", follow_names=True, k=1, max_sentences=3, verify="flag",
-                        support_coverage=coverage)  # fmt: skip
+                        support_coverage=support, verify_coverage=verify)  # fmt: skip
     answer = Flare(smollm2, TantivyRetriever(tmp_path / "idx"), settings, tracer=tracer).answer(QUESTION)
-    steps = [s for s in tracer.traces[0].steps if s.claims and s.support not in ("unchecked", "no_claims")]
-    assert steps, [s.sentence for s in tracer.traces[0].steps]
+    return answer, tracer.traces[0].steps
+
+
+@pytest.mark.parametrize("coverage", [0.6, 1.0])
+def test_support_coverage_with_the_real_model(smollm2: LlamaCppModel, tmp_path: Path, coverage: float) -> None:
+    # Whatever the small model writes, each verdict in the trace is the one its claims give at
+    # the configured coverage, and what the answer marks is what failed it (the shown verdict
+    # held to the same coverage as the trigger).
+    answer, steps = answer_with(smollm2, tmp_path, support=coverage, verify=coverage)
+    steps = [s for s in steps if s.claims and s.support not in ("unchecked", "no_claims")]
+    assert steps
     for s in steps:
         if not s.leaked:
             assert s.support == decide(s.claims, Thresholds(supported=coverage))[0], (s.sentence, s.claims)
@@ -172,12 +182,7 @@ def test_verify_coverage_with_the_real_model(smollm2: LlamaCppModel, tmp_path: P
     # Every sentence shown is marked exactly when its claims, as the trace records them, fail the
     # shown verdict's coverage (a kept draft passed the trigger's 0.8, so it passes 0.6; at 1.0
     # it is checked again). The scripted tests show the trigger keeping its own coverage.
-    build_index(PASSAGES, tmp_path / "idx")
-    tracer = MemoryTracer()
-    settings = Settings(trigger="support", follow_names=True, k=1, max_sentences=3, verify="flag",
-                        verify_coverage=coverage)  # fmt: skip
-    answer = Flare(smollm2, TantivyRetriever(tmp_path / "idx"), settings, tracer=tracer).answer(QUESTION)
-    steps = tracer.traces[0].steps
+    answer, steps = answer_with(smollm2, tmp_path, support=0.8, verify=coverage)
     shown = {x.text: x for x in answer.sentences}
     judged = [s for s in steps if s.sentence in shown and s.claims and not s.leaked and s.support != "no_claims"]
     assert judged, [s.sentence for s in steps]

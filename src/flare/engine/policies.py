@@ -324,7 +324,7 @@ def excerpt(passage: Passage, queries: Sequence[str], *, most: int = 0) -> Passa
     asked = content_words(" ".join(queries))
     shared = [len(content_words(x) & asked) for x in sentences]
     ranked = sorted((i for i in range(1, len(sentences)) if shared[i]), key=lambda i: -shared[i])
-    chosen = {0, *(ranked[:most] if most else ranked)}
+    chosen = {0, *ranked[: most or None]}
     keep = [i in chosen for i in range(len(sentences))]
     if all(keep):
         return passage
