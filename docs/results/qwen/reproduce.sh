@@ -33,6 +33,8 @@
 #   bash docs/results/qwen/reproduce.sh test13    # round 13: the chosen default, held out
 #   bash docs/results/qwen/reproduce.sh dev14     # round 14: the shown verdict at Qwen's coverage; excerpts capped
 #   bash docs/results/qwen/reproduce.sh test14    # round 14: the chosen default, held out
+#   bash docs/results/qwen/reproduce.sh dev15     # round 15: development (one passage per followed name; a higher floor)
+#   bash docs/results/qwen/reproduce.sh test15    # round 15: the chosen default, held out (2Wiki 1200-1299, seed-5 world)
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -285,12 +287,24 @@ test14_rest() {
   paired test14/asqa "$T14" --dataset asqa --offset 500 --limit 50 "${LONG[@]}"
 }
 
+# -- round 15 (PROTOCOL.md, "Round 15"): one passage per followed name; a higher floor for found ones --
+D14=$D12,verify_coverage=0.6  # round 14's default; round 15's development base is dev14/*-mark
+dev15_one() { dev_lane dev15 one "$D14,follow_k=1"; }
+dev15_lean() { dev_lane dev15 lean "$D14,follow_k=1,found_floor=0.7"; }
+T15=${T15:-$D14}  # set to the default round 15's rule chooses (PROTOCOL.md)
+WORLD5=docs/results/world/data/world-s5
+test15_2wiki() { paired test15/2wiki "$T15" --dataset 2wikimultihopqa --offset 1200 --limit 100 "${QA[@]}"; }
+test15_rest() {
+  paired test15/world-s5 "$T15" --dataset $WORLD5 --offset 40 --limit 60 "${LONG[@]}"
+  paired test15/world-s5-bridge "$T15" --dataset $WORLD5-bridge --offset 40 --limit 60 "${QA[@]}"
+}
+
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
              $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/* $OUT/dev7/* $OUT/test7/* \
              $OUT/dev8/* $OUT/test8/* $OUT/dev9/* $OUT/test9/* \
              $OUT/dev10/* $OUT/test10/* $OUT/dev11/* $OUT/test12/* $OUT/dev13/* $OUT/test13/* \
-             $OUT/dev14/* $OUT/test14/*; do
+             $OUT/dev14/* $OUT/test14/* $OUT/dev15/* $OUT/test15/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -329,6 +343,8 @@ case "${1:-all}" in
   test13) lanes test13_2wiki test13_rest ;;
   dev14) lanes dev14_mark dev14_cap ;;
   test14) lanes test14_2wiki test14_rest ;;
+  dev15) lanes dev15_one dev15_lean ;;
+  test15) lanes test15_2wiki test15_rest ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
