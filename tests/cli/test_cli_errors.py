@@ -154,3 +154,17 @@ def test_an_index_path_that_cannot_be_written_is_one_line(tmp_path: Path) -> Non
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "a", "text": "Alpha is a letter."}) + "\n", encoding="utf-8")
     one_line_error(flare("index", str(corpus), "--index", str(corpus / "idx")), "cannot create", "writable")
+
+
+def test_an_eval_offset_past_the_last_question_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    """Two questions, --offset 2: an error naming the count, before an index is built or a file written."""
+    data = tmp_path / "two"
+    data.mkdir()
+    rows = [{"id": f"q{i}", "question": f"Who wrote {i}?", "answers": ["X"]} for i in range(2)]
+    (data / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (data / "corpus.jsonl").write_text(json.dumps({"id": "a", "text": "X wrote it."}) + "\n", encoding="utf-8")
+    out_dir, cache = tmp_path / "out", tmp_path / "idx"
+    out = flare("eval", "--dataset", str(data), "--offset", "2", "--method", "none", "--model", "smollm2",
+                "--out", str(out_dir), "--index-cache", str(cache), "--no-progress")  # fmt: skip
+    one_line_error(out, "--offset 2 is past the last question", "has 2", "below 2")
+    assert not out_dir.exists() and not cache.exists()

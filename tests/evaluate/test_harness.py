@@ -41,6 +41,9 @@ def job(root: Path, retriever: Any = None) -> Job:
 def test_load_dataset_select_and_cached_index(tmp_path: Path) -> None:
     ds = load_dataset(make_dataset(tmp_path, n=5))
     assert [e.id for e in ds.select(limit=2, offset=1)] == ["q1", "q2"]
+    assert [e.id for e in ds.select(offset=4)] == ["q4"]
+    with pytest.raises(InputError, match=r"--offset 5 is past the last question: .* has 5"):
+        ds.select(offset=5)  # it would select nothing: a run that answers no question
     shuffled = [e.id for e in ds.select(seed=3)]
     assert sorted(shuffled) == [f"q{i}" for i in range(5)] and shuffled == [e.id for e in ds.select(seed=3)]
     r = ds.retriever(tmp_path / "cache", progress=False)

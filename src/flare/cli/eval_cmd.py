@@ -104,14 +104,13 @@ def eval_command(
     specs = expand(methods, ablations, sweeps)
     overrides = {**configured_values(config_path), **flag_values(opts), **_set_values(sets)}
     Settings(**overrides)  # fail on a bad setting before loading anything
-    out_dir.mkdir(parents=True, exist_ok=True)
     if not report_only:
-        with (out_dir / "commands.txt").open("a", encoding="utf-8") as fh:
-            fh.write(_command_line(click.get_current_context()) + "\n")
-        jobs = []
+        selected = []  # every dataset's slice checked before an index is built or anything written
         for name in datasets:
             ds = load_dataset(name)
-            examples = ds.select(limit=limit, offset=offset, seed=seed, split=split)
+            selected.append((ds, ds.select(limit=limit, offset=offset, seed=seed, split=split)))
+        jobs = []
+        for ds, examples in selected:
             retriever = ds.retriever(index_cache, progress=not no_progress)
             task = task_of(ds.name, ds.examples)
             metadata = ds.metadata() if task == "facts" else None
@@ -120,6 +119,9 @@ def eval_command(
 
         backend = {} if shift_cache is None else {"shift_cache": shift_cache}
         lm = resolve_model(overrides.get("model"), n_threads=threads, special_tokens=special_tokens, **backend)
+        out_dir.mkdir(parents=True, exist_ok=True)  # nothing is written until the run can start
+        with (out_dir / "commands.txt").open("a", encoding="utf-8") as fh:
+            fh.write(_command_line(click.get_current_context()) + "\n")
         try:
             ran = run_eval(jobs, specs, lm, out_dir, overrides=overrides, retry_failed=retry_failed,
                            progress=not no_progress, force=force_answer)

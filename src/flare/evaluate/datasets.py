@@ -62,12 +62,17 @@ class Dataset:
     ) -> list[Example]:
         """A reproducible slice: file order (or shuffled with ``seed``), from ``offset``, ``limit`` long.
 
-        ``split`` keeps only the questions whose ``split`` field has that value (e.g. ``dev``).
+        ``split`` keeps only the questions whose ``split`` field has that value (e.g. ``dev``). An
+        offset past the last question is an :class:`InputError`: it would select nothing.
         """
         items = [e for e in self.examples if split is None or e.extra.get("split") == split]
         if split is not None and not items:
             raise InputError(f"no question of {self.name} is in split {split!r}",
                              "use a value of the questions' split field, e.g. dev or test")
+        if offset >= len(items):
+            within = f" in split {split!r}" if split is not None else ""
+            raise InputError(f"--offset {offset} is past the last question: {self.name} has {len(items)}{within}",
+                             f"give an offset below {len(items)}")
         if seed is not None:
             random.Random(seed).shuffle(items)
         end = None if limit is None else offset + limit
