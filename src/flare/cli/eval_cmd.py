@@ -119,7 +119,7 @@ def eval_command(
 
         backend = {} if shift_cache is None else {"shift_cache": shift_cache}
         lm = resolve_model(overrides.get("model"), n_threads=threads, special_tokens=special_tokens, **backend)
-        out_dir.mkdir(parents=True, exist_ok=True)  # nothing is written until the run can start
+        out_dir.mkdir(parents=True, exist_ok=True)  # the results folder is made once the run can start
         with (out_dir / "commands.txt").open("a", encoding="utf-8") as fh:
             fh.write(_command_line(click.get_current_context()) + "\n")
         try:
