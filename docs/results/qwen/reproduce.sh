@@ -35,6 +35,7 @@
 #   bash docs/results/qwen/reproduce.sh test14    # round 14: the chosen default, held out
 #   bash docs/results/qwen/reproduce.sh dev15     # round 15: development (one passage per followed name; a higher floor)
 #   bash docs/results/qwen/reproduce.sh test15    # round 15: the chosen default, held out (2Wiki 1200-1299, seed-5 world)
+#   bash docs/results/qwen/reproduce.sh test15m   # round 15: today's default on MuSiQue 300-399, two lanes
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -298,6 +299,8 @@ test15_rest() {
   paired test15/world-s5 "$T15" --dataset $WORLD5 --offset 40 --limit 60 "${LONG[@]}"
   paired test15/world-s5-bridge "$T15" --dataset $WORLD5-bridge --offset 40 --limit 60 "${QA[@]}"
 }
+test15m_a() { paired test15/musique-300 "$T15" --dataset musique --offset 300 --limit 50 "${QA[@]}"; }
+test15m_b() { paired test15/musique-350 "$T15" --dataset musique --offset 350 --limit 50 "${QA[@]}"; }
 
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
@@ -345,6 +348,7 @@ case "${1:-all}" in
   test14) lanes test14_2wiki test14_rest ;;
   dev15) lanes dev15_one dev15_lean ;;
   test15) lanes test15_2wiki test15_rest ;;
+  test15m) lanes test15m_a test15m_b ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
