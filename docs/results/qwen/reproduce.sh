@@ -278,9 +278,10 @@ test13_rest() {
 }
 
 # -- round 14 (PROTOCOL.md, "Round 14"): the shown verdict at Qwen's coverage; excerpts capped ------
-dev14_mark() { dev_lane dev14 mark "$D12,verify_coverage=0.6"; }
-dev14_cap() { dev_lane dev14 cap "$D12,verify_coverage=0.6,trim_sentences=1"; }
-T14=${T14:-$D12,verify_coverage=0.6}  # round 14's rule chose (q) alone (PROTOCOL.md)
+D14=$D12,verify_coverage=0.6  # round 14's default, today's; round 15's development base is dev14/*-mark
+dev14_mark() { dev_lane dev14 mark "$D14"; }
+dev14_cap() { dev_lane dev14 cap "$D14,trim_sentences=1"; }
+T14=${T14:-$D14}  # round 14's rule chose (q) alone (PROTOCOL.md)
 test14_2wiki() { paired test14/2wiki "$T14" --dataset 2wikimultihopqa --offset 1100 --limit 100 "${QA[@]}"; }
 test14_rest() {
   paired test14/world-s4 "$T14" --dataset $WORLD4 --offset 100 --limit 60 "${LONG[@]}"
@@ -289,7 +290,6 @@ test14_rest() {
 }
 
 # -- round 15 (PROTOCOL.md, "Round 15"): one passage per followed name; a higher floor for found ones --
-D14=$D12,verify_coverage=0.6  # round 14's default; round 15's development base is dev14/*-mark
 dev15_one() { dev_lane dev15 one "$D14,follow_k=1"; }
 dev15_lean() { dev_lane dev15 lean "$D14,follow_k=1,found_floor=0.7"; }
 T15=${T15:-$D14}  # set to the default round 15's rule chooses (PROTOCOL.md)
@@ -299,8 +299,9 @@ test15_rest() {
   paired test15/world-s5 "$T15" --dataset $WORLD5 --offset 40 --limit 60 "${LONG[@]}"
   paired test15/world-s5-bridge "$T15" --dataset $WORLD5-bridge --offset 40 --limit 60 "${QA[@]}"
 }
-test15m_a() { paired test15/musique-300 "$T15" --dataset musique --offset 300 --limit 50 "${QA[@]}"; }
-test15m_b() { paired test15/musique-350 "$T15" --dataset musique --offset 350 --limit 50 "${QA[@]}"; }
+test15m() { paired test15/musique-$1 "$T15" --dataset musique --offset $1 --limit 50 "${QA[@]}"; }  # test15m FIRST
+test15m_a() { test15m 300; }
+test15m_b() { test15m 350; }
 
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \

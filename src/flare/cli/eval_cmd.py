@@ -105,10 +105,9 @@ def eval_command(
     overrides = {**configured_values(config_path), **flag_values(opts), **_set_values(sets)}
     Settings(**overrides)  # fail on a bad setting before loading anything
     if not report_only:
-        selected = []  # every dataset's slice checked before an index is built or anything written
-        for name in datasets:
-            ds = load_dataset(name)
-            selected.append((ds, ds.select(limit=limit, offset=offset, seed=seed, split=split)))
+        # Every dataset's slice is checked before an index is built or anything written.
+        selected = [(ds, ds.select(limit=limit, offset=offset, seed=seed, split=split))
+                    for ds in map(load_dataset, datasets)]  # fmt: skip
         jobs = []
         for ds, examples in selected:
             retriever = ds.retriever(index_cache, progress=not no_progress)
