@@ -18,7 +18,8 @@ Usage::
 
 An argument ``a/results.jsonl+b/results.jsonl`` pools the questions of both files in one table
 (one lane's questions split in two). ``--plot PNG`` also draws every paired difference with its
-interval, one row per lane and method.
+interval, one row per lane and method. ``--steps`` also splits each method's tokens evaluated
+per answer by the kind and decision of the trace's steps (where the extra tokens go).
 """
 
 from __future__ import annotations
@@ -156,12 +157,39 @@ def plot(pairs: list[Paired], out: Path) -> None:
     tmp.replace(out)
 
 
+def steps_table(paths: list[Path]) -> None:
+    """Per method: steps per answer, tokens evaluated per step and per answer, by step kind and decision."""
+    print(f"\n### tokens by step — `{' + '.join(p.parent.name for p in paths)}`\n")
+    print("| method | step (kind, decision) | steps per answer | tokens per step | tokens per answer |")
+    print("|---|---|---:|---:|---:|")
+    by_method: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for path in paths:
+        for r in read_results(path):
+            if r.get("trace"):
+                by_method[str(r["method"])].append(r)
+    for method, records in sorted(by_method.items()):
+        count: dict[str, int] = defaultdict(int)
+        tokens: dict[str, int] = defaultdict(int)
+        for r in records:
+            for step in r["trace"]["steps"]:
+                key = f"{step['kind']}, {str(step['decision']).split(':')[0]}"
+                count[key] += 1
+                tokens[key] += step.get("lm_tokens_evaluated") or 0
+        n = len(records)
+        for key in sorted(count):
+            per_step, per_answer = tokens[key] / count[key], tokens[key] / n
+            print(f"| `{method}` | {key} | {count[key] / n:.2f} | {per_step:.0f} | {per_answer:.0f} |")
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     target = Path(args.pop(args.index("--plot") + 1)) if "--plot" in args else None
-    args = [a for a in args if a != "--plot"]
+    by_step = "--steps" in args
+    args = [a for a in args if a not in ("--plot", "--steps")]
     found: list[Paired] = []
     for arg in args:  # a+b: the two files' questions in one table
         table([Path(part) for part in arg.split("+")], found)
+        if by_step:
+            steps_table([Path(part) for part in arg.split("+")])
     if target is not None and found:
         plot(found, target)
