@@ -8,7 +8,7 @@ import pytest
 
 from flare.text import numbers, repeated_ngram, words
 from flare.types import Passage, TokenLogprob
-from flare.verify.support import Thresholds, check, claim_lift, claims, exemplar_leaks
+from flare.verify.support import Thresholds, check, claim_lift, claims, exemplar_leaks, subject
 
 POLICY = Passage("p1", "Travel expenses are reimbursed within ten working days of submitting receipts.",
                  "Travel policy 2026")  # fmt: skip
@@ -146,6 +146,23 @@ def test_a_pronoun_takes_its_subject_from_what_came_before() -> None:
     assert check("It was founded in 2016.", [trulmi, town], context=context).passes
     # Without a subject to go by (no context) the year is found, as in the plain lexical check.
     assert check("It was founded in 1210.", [trulmi, town]).passes
+
+
+def test_a_one_word_name_opening_a_sentence_is_its_subject() -> None:
+    # "Baberri" opens the sentence, so its capital alone proves nothing; the question names it.
+    question = "Describe Baberri: which region it belongs to and which river it lies on."
+    said = ["Baberri is part of the Lennelkes region.", "It lies on the Kinshu River."]
+    assert subject(said[0], [question]) == {"baberri"}
+    # A pointer goes past an earlier pointer sentence to what that one points at.
+    assert subject(said[1], [question, said[0]]) == {"baberri"}
+    assert subject("The town belongs to Lennelkes.", [question, *said]) == {"baberri"}
+    # Written nowhere else as a name, an opening word is not one ("Refunds take ten days.").
+    assert subject("Refunds take ten days.", ["How long do refunds take?"]) == frozenset()
+    # So a river named in a passage about the region does not back a sentence about the town.
+    region = Passage("r", "Lennelkes is a region. The Kinshu River runs through it.", "Lennelkes")
+    town = Passage("t", "Baberri lies on the Tokus River.", "Baberri")
+    assert not check(said[1], [region, town], context=[question, said[0]]).passes
+    assert check("It lies on the Tokus River.", [region, town], context=[question, said[0]]).passes
 
 
 def test_a_name_taken_from_another_subjects_passage_does_not_count() -> None:

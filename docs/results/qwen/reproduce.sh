@@ -36,6 +36,8 @@
 #   bash docs/results/qwen/reproduce.sh dev15     # round 15: development (one passage per followed name; a higher floor)
 #   bash docs/results/qwen/reproduce.sh test15    # round 15: the chosen default, held out (2Wiki 1200-1299, seed-5 world)
 #   bash docs/results/qwen/reproduce.sh test15m   # round 15: today's default on MuSiQue 300-399, two lanes
+#   bash docs/results/qwen/reproduce.sh dev16     # round 16: development (what a sentence is about)
+#   bash docs/results/qwen/reproduce.sh test16    # round 16: held out (seed-5 world 100-159, long form and bridge; 2Wiki 1300-1399)
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -303,12 +305,26 @@ test15m() { paired test15/musique-$1 "$T15" --dataset musique --offset $1 --limi
 test15m_a() { test15m 300; }
 test15m_b() { test15m 350; }
 
+# -- round 16 (PROTOCOL.md, "Round 16"): what a sentence is about (verify/support.py subject()) --
+# Code change, not a setting: dev16 and test16 ran at the commit that made it; D14 before it is
+# `git checkout 178c92f`.
+dev16_qa() {
+  ev --dataset 2wikimultihopqa --limit 30 --method "$D14" "${QA[@]}" --shift-cache --out $OUT/dev16/2wiki-subj
+  ev --dataset $BRIDGE --limit 20 --method "$D14" "${QA[@]}" --shift-cache --out $OUT/dev16/bridge-subj
+}
+dev16_world() { ev --dataset $WORLD --limit 20 --method "$D14" "${LONG[@]}" --shift-cache --out $OUT/dev16/world-subj; }
+test16_world() { paired test16/world-s5 "$D14" --dataset $WORLD5 --offset 100 --limit 60 "${LONG[@]}"; }
+test16_rest() {
+  paired test16/world-s5-bridge "$D14" --dataset $WORLD5-bridge --offset 100 --limit 60 "${QA[@]}"
+  paired test16/2wiki "$D14" --dataset 2wikimultihopqa --offset 1300 --limit 100 "${QA[@]}"
+}
+
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
              $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/* $OUT/dev7/* $OUT/test7/* \
              $OUT/dev8/* $OUT/test8/* $OUT/dev9/* $OUT/test9/* \
              $OUT/dev10/* $OUT/test10/* $OUT/dev11/* $OUT/test12/* $OUT/dev13/* $OUT/test13/* \
-             $OUT/dev14/* $OUT/test14/* $OUT/dev15/* $OUT/test15/*; do
+             $OUT/dev14/* $OUT/test14/* $OUT/dev15/* $OUT/test15/* $OUT/dev16/* $OUT/test16/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -350,6 +366,8 @@ case "${1:-all}" in
   dev15) lanes dev15_one dev15_lean ;;
   test15) lanes test15_2wiki test15_rest ;;
   test15m) lanes test15m_a test15m_b ;;
+  dev16) lanes dev16_qa dev16_world ;;
+  test16) lanes test16_world test16_rest ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;

@@ -166,17 +166,28 @@ def subject(sentence: str, context: Sequence[str] = ()) -> frozenset[str]:
     """The folded words of the name a sentence (or clause) is about; empty when it names none.
 
     The first run of names in the sentence ("Northwind Labs was founded …"); for a sentence that
-    opens with a pointer ("It", "He", "The company"), the first name run of the closest earlier
-    text in ``context`` that has one (the question comes first in it). A sentence that names
-    nothing and points at nothing ("Refunds take ten days.") has no subject to check.
+    opens with a pointer ("It", "He", "The company"), the subject of the closest earlier text in
+    ``context`` that names one (the question comes first in it): an earlier sentence that opens
+    with a pointer itself is about what it points at, not the names it goes on to say. A sentence
+    that names nothing and points at nothing ("Refunds take ten days.") has no subject to check.
+
+    A name of one word that opens a sentence ("Baberri is part of the Lennelkes region.") counts
+    when the sentence or ``context`` writes it capitalised elsewhere too: the opening capital alone
+    does not tell a name from a common word.
+
+        >>> sorted(subject("It lies on the Kinshu River.", ["Describe Baberri.", "Baberri is in Lennelkes."]))
+        ['baberri']
     """
+    named = _named([*context, sentence])
     if _POINTER.match(sentence.strip()):
-        for text in reversed(context):
-            found = _first_names(text)
+        for i in range(len(context) - 1, -1, -1):
+            if i > 0 and _POINTER.match(context[i].strip()):
+                continue
+            found = _first_names(context[i], named)
             if found:
                 return found
         return frozenset()
-    return _first_names(sentence)
+    return _first_names(sentence, named)
 
 
 _CLAUSE = re.compile(r"[;；，]\s*|,\s+(?=(?:and|but|while|whereas|which|who)\b)")
@@ -185,19 +196,26 @@ _CLAUSE = re.compile(r"[;；，]\s*|,\s+(?=(?:and|but|while|whereas|which|who)\b
 def _subjects(sentence: str, context: Sequence[str]) -> list[tuple[int, frozenset[str]]]:
     """``(start, subject)`` of each clause: a clause that names something is about that."""
     whole = subject(sentence, context)
+    named = _named([*context, sentence])
     out = [(0, whole)]
     for m in _CLAUSE.finditer(sentence):
         clause = sentence[m.end() :]
-        own = _first_names(clause.split(",")[0]) if not _POINTER.match(clause) else whole
+        own = _first_names(clause.split(",")[0], named) if not _POINTER.match(clause) else whole
         out.append((m.end(), own or frozenset()))
     return out
 
 
-def _first_names(text: str) -> frozenset[str]:
+def _named(texts: Sequence[str]) -> frozenset[str]:
+    """The folded words ``texts`` write as names (capitalised past a sentence's opening)."""
+    return frozenset(fold(c.text) for t in texts for c in claims(t) if c.kind == "name")
+
+
+def _first_names(text: str, named: frozenset[str] = frozenset()) -> frozenset[str]:
     run: list[str] = []
     run_end = 0
     for c in claims(text):
-        if c.kind == "name" and not any(ch.isdigit() for ch in c.text):
+        is_name = c.kind == "name" or (bool(_CAPITAL.match(c.text)) and fold(c.text) in named)
+        if is_name and not any(ch.isdigit() for ch in c.text):
             if run and c.start > run_end + 1:
                 break
             run.append(fold(c.text))
