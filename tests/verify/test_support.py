@@ -165,6 +165,16 @@ def test_a_one_word_name_opening_a_sentence_is_its_subject() -> None:
     assert check("It lies on the Tokus River.", [region, town], context=[question, said[0]]).passes
 
 
+def test_a_possessive_subject_is_the_name_itself() -> None:
+    question = "Which country Aristarete's father is from?"
+    assert subject("Aristarete's father was Nearchos.", [question]) == {"aristarete"}
+    page = Passage("a", "Aristarete was a painter. Her father and teacher was Nearchos.", "Aristarete")
+    other = Passage("b", "Nearchos was a potter of Athens.", "Nearchos (potter)")
+    assert check("Aristarete's father was Nearchos.", [page], context=[question]).passes
+    # The father's name counts only in a passage that names Aristarete.
+    assert not check("Aristarete's father was Nearchos.", [other], context=[question]).passes
+
+
 def test_a_name_taken_from_another_subjects_passage_does_not_count() -> None:
     maker = Passage("m", "Vrunsha Foods makes the Thebazas chainsaw.", "Vrunsha Foods")
     other = Passage("f", "Favalze Foods is a family firm based in Genbalir.", "Favalze Foods")

@@ -37,6 +37,7 @@
 #   bash docs/results/qwen/reproduce.sh test15    # round 15: the chosen default, held out (2Wiki 1200-1299, seed-5 world)
 #   bash docs/results/qwen/reproduce.sh test15m   # round 15: today's default on MuSiQue 300-399, two lanes
 #   bash docs/results/qwen/reproduce.sh dev16     # round 16: development (what a sentence is about)
+#   bash docs/results/qwen/reproduce.sh dev16b    # round 16: development, second version (possessives)
 #   bash docs/results/qwen/reproduce.sh test16    # round 16: held out (seed-5 world 100-159, long form and bridge; 2Wiki 1300-1399)
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
@@ -308,11 +309,14 @@ test15m_b() { test15m 350; }
 # -- round 16 (PROTOCOL.md, "Round 16"): what a sentence is about (verify/support.py subject()) --
 # Code change, not a setting: dev16 and test16 ran at the commit that made it; D14 before it is
 # `git checkout 178c92f`.
-dev16_qa() {
-  ev --dataset 2wikimultihopqa --limit 30 --method "$D14" "${QA[@]}" --shift-cache --out $OUT/dev16/2wiki-subj
-  ev --dataset $BRIDGE --limit 20 --method "$D14" "${QA[@]}" --shift-cache --out $OUT/dev16/bridge-subj
-}
-dev16_world() { ev --dataset $WORLD --limit 20 --method "$D14" "${LONG[@]}" --shift-cache --out $OUT/dev16/world-subj; }
+# The first version (-subj) ran at 23af439; the second (-subj2: possessives dropped) at the commit after.
+dev16_2wiki() { ev --dataset 2wikimultihopqa --limit 30 --method "$D14" "${QA[@]}" --shift-cache --out $OUT/dev16/2wiki-$1; }
+dev16_bridge() { ev --dataset $BRIDGE --limit 20 --method "$D14" "${QA[@]}" --shift-cache --out $OUT/dev16/bridge-$1; }
+dev16_world() { ev --dataset $WORLD --limit 20 --method "$D14" "${LONG[@]}" --shift-cache --out $OUT/dev16/world-$1; }
+dev16_qa() { dev16_2wiki subj; dev16_bridge subj; }
+dev16_w() { dev16_world subj; }
+dev16b_2wiki() { dev16_2wiki subj2; }
+dev16b_rest() { dev16_world subj2; dev16_bridge subj2; }
 test16_world() { paired test16/world-s5 "$D14" --dataset $WORLD5 --offset 100 --limit 60 "${LONG[@]}"; }
 test16_rest() {
   paired test16/world-s5-bridge "$D14" --dataset $WORLD5-bridge --offset 100 --limit 60 "${QA[@]}"
@@ -366,7 +370,8 @@ case "${1:-all}" in
   dev15) lanes dev15_one dev15_lean ;;
   test15) lanes test15_2wiki test15_rest ;;
   test15m) lanes test15m_a test15m_b ;;
-  dev16) lanes dev16_qa dev16_world ;;
+  dev16) lanes dev16_qa dev16_w ;;
+  dev16b) lanes dev16b_2wiki dev16b_rest ;;
   test16) lanes test16_world test16_rest ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;

@@ -207,18 +207,27 @@ def _subjects(sentence: str, context: Sequence[str]) -> list[tuple[int, frozense
 
 def _named(texts: Sequence[str]) -> frozenset[str]:
     """The folded words ``texts`` write as names (capitalised past a sentence's opening)."""
-    return frozenset(fold(c.text) for t in texts for c in claims(t) if c.kind == "name")
+    return frozenset(_bare(fold(c.text)) for t in texts for c in claims(t) if c.kind == "name")
+
+
+_POSSESSIVE = re.compile(r"['’]s?$")
+
+
+def _bare(word: str) -> str:
+    """``word`` without a possessive ending: "aristarete's" is a passage's "aristarete"."""
+    return _POSSESSIVE.sub("", word) or word
 
 
 def _first_names(text: str, named: frozenset[str] = frozenset()) -> frozenset[str]:
     run: list[str] = []
     run_end = 0
     for c in claims(text):
-        is_name = c.kind == "name" or (bool(_CAPITAL.match(c.text)) and fold(c.text) in named)
+        word = _bare(fold(c.text))
+        is_name = c.kind == "name" or (bool(_CAPITAL.match(c.text)) and word in named)
         if is_name and not any(ch.isdigit() for ch in c.text):
             if run and c.start > run_end + 1:
                 break
-            run.append(fold(c.text))
+            run.append(word)
             run_end = c.end
         elif run:
             break
@@ -270,12 +279,13 @@ def _sum_over(spans: Sequence[tuple[int, int, float]], claim: Claim) -> float | 
 class _Evidence:
     """One passage, prepared for lookups: its words, stems and numbers, whole and per sentence."""
 
-    __slots__ = ("numbers", "sentences", "stems", "text", "words")
+    __slots__ = ("bare", "numbers", "sentences", "stems", "text", "words")
 
     def __init__(self, passage: Passage) -> None:
         full = f"{passage.title}\n{passage.text}"
         self.text = fold(full)
         self.words = {fold(s.text) for s in word_spans(full)}
+        self.bare = {_bare(w) for w in self.words}  # names as a subject is spelt (see _bare)
         self.stems = {_stem(w) for w in self.words}
         self.numbers = {n.value for n in numbers(full)}
         self.sentences = [
@@ -285,13 +295,13 @@ class _Evidence:
 
     def names(self, folded_words: frozenset[str]) -> bool:
         """Does the passage name every word of ``folded_words`` (a subject)?"""
-        return folded_words <= self.words
+        return folded_words <= self.bare
 
     def backs(self, claim: Claim) -> bool:
         if claim.kind == "number":
             return claim.value in self.numbers
         w = fold(claim.text)
-        if w in self.words or _stem(w) in self.stems:
+        if w in self.words or _stem(w) in self.stems or _bare(w) in self.bare:
             return True
         return any(is_han(c) for c in w) and w in self.text
 
