@@ -37,7 +37,7 @@
 #   bash docs/results/qwen/reproduce.sh test15    # round 15: the chosen default, held out (2Wiki 1200-1299, seed-5 world)
 #   bash docs/results/qwen/reproduce.sh test15m   # round 15: today's default on MuSiQue 300-399, two lanes
 #   bash docs/results/qwen/reproduce.sh dev16     # round 16: development (what a sentence is about)
-#   bash docs/results/qwen/reproduce.sh dev16b    # round 16: development, second version (possessives)
+#   bash docs/results/qwen/reproduce.sh dev16b    # round 16: development, third version (an opening word a name only when whole)
 #   bash docs/results/qwen/reproduce.sh test16    # round 16: held out (seed-5 world 100-159, long form and bridge; 2Wiki 1300-1399)
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
@@ -309,14 +309,15 @@ test15m_b() { test15m 350; }
 # -- round 16 (PROTOCOL.md, "Round 16"): what a sentence is about (verify/support.py subject()) --
 # Code change, not a setting: dev16 and test16 ran at the commit that made it; D14 before it is
 # `git checkout 178c92f`.
-# The first version (-subj) ran at 23af439; the second (-subj2: possessives dropped) at the commit after.
+# The first version (-subj) ran at 23af439; the third (-whole: an opening word a name only when whole) at
+# the commit after e09a160 (the second, possessives dropped, was withdrawn before it ran).
 dev16_2wiki() { ev --dataset 2wikimultihopqa --limit 30 --method "$D14" "${QA[@]}" --shift-cache --out $OUT/dev16/2wiki-$1; }
 dev16_bridge() { ev --dataset $BRIDGE --limit 20 --method "$D14" "${QA[@]}" --shift-cache --out $OUT/dev16/bridge-$1; }
 dev16_world() { ev --dataset $WORLD --limit 20 --method "$D14" "${LONG[@]}" --shift-cache --out $OUT/dev16/world-$1; }
 dev16_qa() { dev16_2wiki subj; dev16_bridge subj; }
 dev16_w() { dev16_world subj; }
-dev16b_2wiki() { dev16_2wiki subj2; }
-dev16b_rest() { dev16_world subj2; dev16_bridge subj2; }
+dev16b_2wiki() { dev16_2wiki whole; }
+dev16b_rest() { dev16_world whole; dev16_bridge whole; }
 test16_world() { paired test16/world-s5 "$D14" --dataset $WORLD5 --offset 100 --limit 60 "${LONG[@]}"; }
 test16_rest() {
   paired test16/world-s5-bridge "$D14" --dataset $WORLD5-bridge --offset 100 --limit 60 "${QA[@]}"

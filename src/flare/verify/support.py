@@ -173,7 +173,9 @@ def subject(sentence: str, context: Sequence[str] = ()) -> frozenset[str]:
 
     A name of one word that opens a sentence ("Baberri is part of the Lennelkes region.") counts
     when the sentence or ``context`` writes it capitalised elsewhere too: the opening capital alone
-    does not tell a name from a common word.
+    does not tell a name from a common word. An opening word that is a possessive or part of a longer
+    name ("Aristarete's father was Nearchos.", "Philip of Sicily's father …") still does not count:
+    those sentences are about someone the name's owner is related to.
 
         >>> sorted(subject("It lies on the Kinshu River.", ["Describe Baberri.", "Baberri is in Lennelkes."]))
         ['baberri']
@@ -205,29 +207,29 @@ def _subjects(sentence: str, context: Sequence[str]) -> list[tuple[int, frozense
     return out
 
 
+_POSSESSIVE = re.compile(r"['’]s?$")
+_LINKED = re.compile(r"\s+(?:of|the|de|von|van|der|den|du|da|di|del|la|le|bin|ibn|al|y)\b")
+
+
+def _whole_name(text: str, c: Claim) -> bool:
+    """Is the word ``c`` a whole name by itself: not possessive, not linked to more ("Philip of Sicily's")?"""
+    return not _POSSESSIVE.search(c.text) and not _LINKED.match(text, c.end)
+
+
 def _named(texts: Sequence[str]) -> frozenset[str]:
     """The folded words ``texts`` write as names (capitalised past a sentence's opening)."""
-    return frozenset(_bare(fold(c.text)) for t in texts for c in claims(t) if c.kind == "name")
-
-
-_POSSESSIVE = re.compile(r"['’]s?$")
-
-
-def _bare(word: str) -> str:
-    """``word`` without a possessive ending: "aristarete's" is a passage's "aristarete"."""
-    return _POSSESSIVE.sub("", word) or word
+    return frozenset(fold(c.text) for t in texts for c in claims(t) if c.kind == "name")
 
 
 def _first_names(text: str, named: frozenset[str] = frozenset()) -> frozenset[str]:
     run: list[str] = []
     run_end = 0
     for c in claims(text):
-        word = _bare(fold(c.text))
-        is_name = c.kind == "name" or (bool(_CAPITAL.match(c.text)) and word in named)
-        if is_name and not any(ch.isdigit() for ch in c.text):
+        opening = bool(_CAPITAL.match(c.text)) and fold(c.text) in named and _whole_name(text, c)
+        if (c.kind == "name" or opening) and not any(ch.isdigit() for ch in c.text):
             if run and c.start > run_end + 1:
                 break
-            run.append(word)
+            run.append(fold(c.text))
             run_end = c.end
         elif run:
             break
@@ -279,13 +281,12 @@ def _sum_over(spans: Sequence[tuple[int, int, float]], claim: Claim) -> float | 
 class _Evidence:
     """One passage, prepared for lookups: its words, stems and numbers, whole and per sentence."""
 
-    __slots__ = ("bare", "numbers", "sentences", "stems", "text", "words")
+    __slots__ = ("numbers", "sentences", "stems", "text", "words")
 
     def __init__(self, passage: Passage) -> None:
         full = f"{passage.title}\n{passage.text}"
         self.text = fold(full)
         self.words = {fold(s.text) for s in word_spans(full)}
-        self.bare = {_bare(w) for w in self.words}  # names as a subject is spelt (see _bare)
         self.stems = {_stem(w) for w in self.words}
         self.numbers = {n.value for n in numbers(full)}
         self.sentences = [
@@ -295,13 +296,13 @@ class _Evidence:
 
     def names(self, folded_words: frozenset[str]) -> bool:
         """Does the passage name every word of ``folded_words`` (a subject)?"""
-        return folded_words <= self.bare
+        return folded_words <= self.words
 
     def backs(self, claim: Claim) -> bool:
         if claim.kind == "number":
             return claim.value in self.numbers
         w = fold(claim.text)
-        if w in self.words or _stem(w) in self.stems or _bare(w) in self.bare:
+        if w in self.words or _stem(w) in self.stems:
             return True
         return any(is_han(c) for c in w) and w in self.text
 
