@@ -323,6 +323,8 @@ test16_rest() {
   paired test16/world-s5-bridge "$D14" --dataset $WORLD5-bridge --offset 100 --limit 60 "${QA[@]}"
   paired test16/2wiki "$D14" --dataset 2wikimultihopqa --offset 1300 --limit 100 "${QA[@]}"
 }
+# Added once lane 1 ended (PROTOCOL.md): 1350-1399 on its core; lane 2 is reported for 1300-1349.
+test16_2wiki_b() { paired test16/2wiki-1350 "$D14" --dataset 2wikimultihopqa --offset 1350 --limit 50 "${QA[@]}"; }
 
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
