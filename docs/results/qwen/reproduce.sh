@@ -325,6 +325,8 @@ test16_rest() {
 }
 # Added once lane 1 ended (PROTOCOL.md): 1350-1399 on its core; lane 2 is reported for 1300-1349.
 test16_2wiki_b() { paired test16/2wiki-1350 "$D14" --dataset 2wikimultihopqa --offset 1350 --limit 50 "${QA[@]}"; }
+# Added once lane 2 had finished 1300-1349 (PROTOCOL.md): 1400-1449 on its core, until 21:00 UTC.
+test16_2wiki_c() { paired test16/2wiki-1400 "$D14" --dataset 2wikimultihopqa --offset 1400 --limit 50 "${QA[@]}"; }
 
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
