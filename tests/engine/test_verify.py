@@ -744,3 +744,26 @@ def test_trim_found_reads_a_followed_passage_as_its_excerpt(trim: bool) -> None:
     assert ("toured Norway" in prompt) is not trim and "Ulvin died in Korsk in 1999." in prompt
     assert answer.sentences[1].citations and not answer.sentences[1].flagged
     assert [r.id for r in tracer.traces[0].steps[1].retrieved] == ["p1"]
+
+
+def test_a_rewrite_searches_for_the_town_a_pronoun_points_back_to() -> None:
+    # "It" is Baberri, named by the opening word of the sentence before (not the region that
+    # sentence goes on to name): the query carries "Baberri" and finds the town's river.
+    towns = [
+        Passage("b1", "Baberri is a market town in the Lennelkes region.", "Baberri"),
+        Passage("b2", "Baberri lies on the Tokus River, which floods in spring.", "Baberri"),
+        Passage("l1", "Lennelkes is a region of hills, and the Kinshu River crosses it.", "Lennelkes"),
+    ]
+    first = " Baberri is part of the Lennelkes region."
+    guess, right = " It lies on the Kinshu River.", " It lies on the Tokus River."
+    lm = ScriptedLM([(lambda p: tail(p).rstrip().endswith("River."), [])])
+    lm.add(lambda p: "Tokus" in p and tail(p).strip() == first.strip(), says(right))
+    lm.add(lambda p: not tail(p).strip(), says(first))
+    lm.add(lambda p: tail(p).strip() == first.strip(), says(guess))
+    flare, tracer = run(lm, retriever=MemoryRetriever(towns), trigger="support", verify="flag", k=1,
+                        follow_names=False)  # fmt: skip
+    answer = flare.answer("Which region is Baberri in?")
+    assert [s.text for s in answer.sentences] == [first.strip(), right.strip()]
+    assert not answer.sentences[1].flagged
+    rewrite = tracer.traces[0].steps[1]
+    assert rewrite.draft == guess.strip() and any("Baberri" in q for q in rewrite.queries)

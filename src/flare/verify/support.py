@@ -180,7 +180,10 @@ def subject(sentence: str, context: Sequence[str] = ()) -> frozenset[str]:
         >>> sorted(subject("It lies on the Kinshu River.", ["Describe Baberri.", "Baberri is in Lennelkes."]))
         ['baberri']
     """
-    named = _named([*context, sentence])
+    return _subject(sentence, context, _named([*context, sentence]))
+
+
+def _subject(sentence: str, context: Sequence[str], named: frozenset[str]) -> frozenset[str]:
     if _POINTER.match(sentence.strip()):
         for i in range(len(context) - 1, -1, -1):
             if i > 0 and _POINTER.match(context[i].strip()):
@@ -197,8 +200,8 @@ _CLAUSE = re.compile(r"[;；，]\s*|,\s+(?=(?:and|but|while|whereas|which|who)\b
 
 def _subjects(sentence: str, context: Sequence[str]) -> list[tuple[int, frozenset[str]]]:
     """``(start, subject)`` of each clause: a clause that names something is about that."""
-    whole = subject(sentence, context)
     named = _named([*context, sentence])
+    whole = _subject(sentence, context, named)
     out = [(0, whole)]
     for m in _CLAUSE.finditer(sentence):
         clause = sentence[m.end() :]
