@@ -156,6 +156,9 @@ def test_a_one_word_name_opening_a_sentence_is_its_subject() -> None:
     # A pointer goes past an earlier pointer sentence to what that one points at.
     assert subject(said[1], [question, said[0]]) == {"baberri"}
     assert subject("The town belongs to Lennelkes.", [question, *said]) == {"baberri"}
+    # "His" points at a person, not at the film the sentence before opens with.
+    film = ["Who was the mother of the director of Rebecca?", "Rebecca was directed by Alfred Hitchcock."]
+    assert subject("His mother was Emma Jane Whelan.", film) == {"alfred", "hitchcock"}
     # Written nowhere else as a name, an opening word is not one ("Refunds take ten days.").
     assert subject("Refunds take ten days.", ["How long do refunds take?"]) == frozenset()
     # So a river named in a passage about the region does not back a sentence about the town.

@@ -175,7 +175,8 @@ def subject(sentence: str, context: Sequence[str] = ()) -> frozenset[str]:
     when the sentence or ``context`` writes it capitalised elsewhere too: the opening capital alone
     does not tell a name from a common word. An opening word that is a possessive or part of a longer
     name ("Aristarete's father was Nearchos.", "Philip of Sicily's father …") still does not count:
-    those sentences are about someone the name's owner is related to.
+    those sentences are about someone the name's owner is related to. Nor does it for a personal
+    pointer ("He", "His"), which points at a person the earlier sentence names after its opening.
 
         >>> sorted(subject("It lies on the Kinshu River.", ["Describe Baberri.", "Baberri is in Lennelkes."]))
         ['baberri']
@@ -185,10 +186,13 @@ def subject(sentence: str, context: Sequence[str] = ()) -> frozenset[str]:
 
 def _subject(sentence: str, context: Sequence[str], named: frozenset[str]) -> frozenset[str]:
     if _POINTER.match(sentence.strip()):
+        # "He", "His" point at a person, seldom at what an earlier sentence opens with: "Rebecca
+        # was directed by Alfred Hitchcock. His mother …" is about Hitchcock, not the film.
+        opening = frozenset() if _PERSONAL.match(sentence.strip()) else named
         for i in range(len(context) - 1, -1, -1):
             if i > 0 and _POINTER.match(context[i].strip()):
                 continue
-            found = _first_names(context[i], named)
+            found = _first_names(context[i], opening)
             if found:
                 return found
         return frozenset()
@@ -211,6 +215,7 @@ def _subjects(sentence: str, context: Sequence[str]) -> list[tuple[int, frozense
 
 
 _POSSESSIVE = re.compile(r"['’]s?$")
+_PERSONAL = re.compile(r"^(?:he|his|him|she|her|hers|they|their|them)\b", re.IGNORECASE)
 _LINKED = re.compile(r"\s+(?:of|the|de|von|van|der|den|du|da|di|del|la|le|bin|ibn|al|y)\b")
 
 
