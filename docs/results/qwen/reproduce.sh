@@ -311,6 +311,8 @@ test15m_b() { test15m 350; }
 # `git checkout 178c92f`.
 # The first version (-subj) ran at 23af439; the third (-whole: an opening word a name only when whole) at
 # the commit after e09a160 (the second, possessives dropped, was withdrawn before it ran).
+# dev16b and test16 ran at b85a74e; 46df10b (personal pointers resolved as before) changes no
+# subject in their traces (PROTOCOL.md).
 dev16_2wiki() { ev --dataset 2wikimultihopqa --limit 30 --method "$D14" "${QA[@]}" --shift-cache --out $OUT/dev16/2wiki-$1; }
 dev16_bridge() { ev --dataset $BRIDGE --limit 20 --method "$D14" "${QA[@]}" --shift-cache --out $OUT/dev16/bridge-$1; }
 dev16_world() { ev --dataset $WORLD --limit 20 --method "$D14" "${LONG[@]}" --shift-cache --out $OUT/dev16/world-$1; }
