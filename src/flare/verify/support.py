@@ -215,7 +215,7 @@ def _subjects(sentence: str, context: Sequence[str]) -> list[tuple[int, frozense
 
 
 _POSSESSIVE = re.compile(r"['’]s?$")
-_PERSONAL = re.compile(r"^(?:he|his|him|she|her|hers|they|their|them)\b", re.IGNORECASE)
+_PERSONAL = re.compile(r"^(?:he|his|she|her|they|their)\b", re.IGNORECASE)  # the people among _POINTER
 _LINKED = re.compile(r"\s+(?:of|the|de|von|van|der|den|du|da|di|del|la|le|bin|ibn|al|y)\b")
 
 
@@ -233,7 +233,8 @@ def _first_names(text: str, named: frozenset[str] = frozenset()) -> frozenset[st
     run: list[str] = []
     run_end = 0
     for c in claims(text):
-        opening = bool(_CAPITAL.match(c.text)) and fold(c.text) in named and _whole_name(text, c)
+        # Only a sentence's opening word is a capitalised "word" claim (see claims()).
+        opening = c.kind == "word" and bool(_CAPITAL.match(c.text)) and fold(c.text) in named and _whole_name(text, c)
         if (c.kind == "name" or opening) and not any(ch.isdigit() for ch in c.text):
             if run and c.start > run_end + 1:
                 break
