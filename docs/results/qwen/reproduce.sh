@@ -39,6 +39,7 @@
 #   bash docs/results/qwen/reproduce.sh dev16     # round 16: development (what a sentence is about)
 #   bash docs/results/qwen/reproduce.sh dev16b    # round 16: development, third version (an opening word a name only when whole)
 #   bash docs/results/qwen/reproduce.sh test16    # round 16: held out (seed-5 world 100-159, long form and bridge; 2Wiki 1300-1399)
+#   bash docs/results/qwen/reproduce.sh test17    # round 17: today's default held out (2Wiki 1417-1602, HotpotQA 400-599)
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -330,12 +331,17 @@ test16_2wiki_b() { paired test16/2wiki-1350 "$D14" --dataset 2wikimultihopqa --o
 # Added once lane 2 had finished 1300-1349 (PROTOCOL.md): 1400-1449 on its core, until 21:00 UTC.
 test16_2wiki_c() { paired test16/2wiki-1400 "$D14" --dataset 2wikimultihopqa --offset 1400 --limit 50 "${QA[@]}"; }
 
+# -- round 17 (PROTOCOL.md, "Round 17"): today's default, held out, no change --------------------
+# Ran at cd0f346 (round 16's code); lanes stop at the time PROTOCOL.md declares.
+test17_2wiki() { paired test17/2wiki "$D14" --dataset 2wikimultihopqa --offset 1417 --limit 186 "${QA[@]}"; }
+test17_hotpot() { paired test17/hotpotqa "$D14" --dataset hotpotqa --offset 400 --limit 200 "${QA[@]}"; }
+
 report() {
   for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
              $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/* $OUT/dev7/* $OUT/test7/* \
              $OUT/dev8/* $OUT/test8/* $OUT/dev9/* $OUT/test9/* \
              $OUT/dev10/* $OUT/test10/* $OUT/dev11/* $OUT/test12/* $OUT/dev13/* $OUT/test13/* \
-             $OUT/dev14/* $OUT/test14/* $OUT/dev15/* $OUT/test15/* $OUT/dev16/* $OUT/test16/*; do
+             $OUT/dev14/* $OUT/test14/* $OUT/dev15/* $OUT/test15/* $OUT/dev16/* $OUT/test16/* $OUT/test17/*; do
     [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
   done
 }
@@ -380,6 +386,7 @@ case "${1:-all}" in
   dev16) lanes dev16_qa dev16_w ;;
   dev16b) lanes dev16b_2wiki dev16b_rest ;;
   test16) lanes test16_world test16_rest ;;
+  test17) lanes test17_2wiki test17_hotpot ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
