@@ -332,7 +332,8 @@ test16_2wiki_b() { paired test16/2wiki-1350 "$D14" --dataset 2wikimultihopqa --o
 test16_2wiki_c() { paired test16/2wiki-1400 "$D14" --dataset 2wikimultihopqa --offset 1400 --limit 50 "${QA[@]}"; }
 
 # -- round 17 (PROTOCOL.md, "Round 17"): today's default, held out, no change --------------------
-# Ran at cd0f346 (round 16's code); lanes stop at the time PROTOCOL.md declares.
+# Ran at cd0f346 (round 16's code) until 00:20 UTC, as PROTOCOL.md declares: 2Wiki 1417-1577 and
+# HotpotQA 400-570 finished by both methods (rerunning a lane resumes it).
 test17_2wiki() { paired test17/2wiki "$D14" --dataset 2wikimultihopqa --offset 1417 --limit 186 "${QA[@]}"; }
 test17_hotpot() { paired test17/hotpotqa "$D14" --dataset hotpotqa --offset 400 --limit 200 "${QA[@]}"; }
 
