@@ -337,13 +337,9 @@ test16_2wiki_c() { paired test16/2wiki-1400 "$D14" --dataset 2wikimultihopqa --o
 test17_2wiki() { paired test17/2wiki "$D14" --dataset 2wikimultihopqa --offset 1417 --limit 186 "${QA[@]}"; }
 test17_hotpot() { paired test17/hotpotqa "$D14" --dataset hotpotqa --offset 400 --limit 200 "${QA[@]}"; }
 
-report() {
-  for dir in $OUT/dev/* $OUT/test/* $OUT/dev2/* $OUT/test2/* $OUT/dev3/* $OUT/test3/* $OUT/dev4/* $OUT/test4/* \
-             $OUT/dev5/* $OUT/test5/* $OUT/dev6/* $OUT/test6/* $OUT/dev7/* $OUT/test7/* \
-             $OUT/dev8/* $OUT/test8/* $OUT/dev9/* $OUT/test9/* \
-             $OUT/dev10/* $OUT/test10/* $OUT/dev11/* $OUT/test12/* $OUT/dev13/* $OUT/test13/* \
-             $OUT/dev14/* $OUT/test14/* $OUT/dev15/* $OUT/test15/* $OUT/dev16/* $OUT/test16/* $OUT/test17/*; do
-    [[ -f $dir/results.jsonl ]] && "$FLARE" eval --report-only --dataset unused --out "$dir"
+report() {  # every lane's report.md, from its results.jsonl (each round's folder under $OUT)
+  for results in $OUT/*/*/results.jsonl; do
+    "$FLARE" eval --report-only --dataset unused --out "$(dirname "$results")"
   done
 }
 
