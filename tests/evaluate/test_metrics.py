@@ -35,6 +35,15 @@ def test_normalize_drops_case_punctuation_articles_and_extra_spaces() -> None:
         ("So the answer is: yes. Extra words.", ("yes", True)),
         ("so the answer is A. So the answer is B.", ("B", True)),  # the last cue wins
         ("So the answer is 5.5 metres.", ("5.5 metres", True)),
+        # An initial or an abbreviation is not the answer's end (round 17's HotpotQA answers).
+        ("The Visit is by him. So the answer is M. Night Shyamalan.", ("M. Night Shyamalan", True)),
+        (
+            "So the answer is Check It Out! with Dr. Steve Brule. It aired in 2010.",
+            ("Check It Out! with Dr. Steve Brule", True),
+        ),
+        ("So the answer is Washington, D.C.", ("Washington, D.C", True)),
+        ("So the answer is J. R. R. Tolkien. He wrote it.", ("J. R. R. Tolkien", True)),
+        ("So the answer is no. Wilderness was directed by William Clements.", ("no", True)),
         ("No cue here.", ("No cue here.", False)),
     ],
 )

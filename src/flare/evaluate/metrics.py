@@ -24,6 +24,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from flare.text.sentences import sentence_ends
+
 ANSWER_CUE = re.compile(r"so the answer is\s*:?\s*", re.IGNORECASE)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation + "‘’“”")
@@ -39,15 +41,21 @@ def normalize(text: str) -> str:
 def extract_answer(text: str) -> tuple[str, bool]:
     """The text after the *last* "So the answer is" (up to its sentence end), and whether the cue was there.
 
-    Without the cue the whole output is returned, so EM fails but F1 still gives partial credit.
+    The answer ends at the first full stop that ends a sentence: not the one of an initial or an
+    abbreviation ("So the answer is M. Night Shyamalan.", "… with Dr. Steve Brule."), nor a
+    "!" or "?" inside a title ("Check It Out!"). Without the cue the whole output is returned, so
+    EM fails but F1 still gives partial credit.
     """
     cues = list(ANSWER_CUE.finditer(text))
     if not cues:
         return text.strip(), False
     rest = text[cues[-1].end() :].strip()
-    end = re.search(r"\.(\s|$)", rest)
-    if end:
-        rest = rest[: end.start()]
+    ends = set(sentence_ends(rest))
+    for stop in re.finditer(r"\.(?=\s|$)", rest):
+        # "No." abbreviates "number" in prose ("No. 5"); as the whole answer it is the word no.
+        if stop.end() in ends or rest[: stop.start()].strip().lower() == "no":
+            rest = rest[: stop.start()]
+            break
     return rest.strip().rstrip(".").strip(), True
 
 
