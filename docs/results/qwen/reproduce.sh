@@ -40,6 +40,7 @@
 #   bash docs/results/qwen/reproduce.sh dev16b    # round 16: development, third version (an opening word a name only when whole)
 #   bash docs/results/qwen/reproduce.sh test16    # round 16: held out (seed-5 world 100-159, long form and bridge; 2Wiki 1300-1399)
 #   bash docs/results/qwen/reproduce.sh test17    # round 17: today's default held out (2Wiki 1417-1602, HotpotQA 400-599)
+#   bash docs/results/qwen/reproduce.sh test18    # round 18: today's default held out (seed-6 world 40-159, HotpotQA 571-806)
 #   bash docs/results/qwen/reproduce.sh lane NAME # one lane function alone (to resume it)
 #   bash docs/results/qwen/reproduce.sh report    # every report.md from the JSONL
 #
@@ -337,6 +338,18 @@ test16_2wiki_c() { paired test16/2wiki-1400 "$D14" --dataset 2wikimultihopqa --o
 test17_2wiki() { paired test17/2wiki "$D14" --dataset 2wikimultihopqa --offset 1417 --limit 186 "${QA[@]}"; }
 test17_hotpot() { paired test17/hotpotqa "$D14" --dataset hotpotqa --offset 400 --limit 200 "${QA[@]}"; }
 
+# -- round 18 (PROTOCOL.md, "Round 18"): today's default held out on a new world (seed 6) and on a
+# fresh HotpotQA set, with the answer extractor of 54c56ec (earlier rounds are re-scored only in analysis) --
+WORLD6=docs/results/world/data/world-s6
+test18_a() {
+  paired test18/world-s6-40 "$D14" --dataset $WORLD6 --offset 40 --limit 60 "${LONG[@]}"
+  paired test18/hotpotqa-571 "$D14" --dataset hotpotqa --offset 571 --limit 118 "${QA[@]}"
+}
+test18_b() {
+  paired test18/world-s6-100 "$D14" --dataset $WORLD6 --offset 100 --limit 60 "${LONG[@]}"
+  paired test18/hotpotqa-689 "$D14" --dataset hotpotqa --offset 689 --limit 118 "${QA[@]}"
+}
+
 report() {  # every lane's report.md, from its results.jsonl (each round's folder under $OUT)
   for results in $OUT/*/*/results.jsonl; do
     "$FLARE" eval --report-only --dataset unused --out "$(dirname "$results")"
@@ -384,6 +397,7 @@ case "${1:-all}" in
   dev16b) lanes dev16b_2wiki dev16b_rest ;;
   test16) lanes test16_world test16_rest ;;
   test17) lanes test17_2wiki test17_hotpot ;;
+  test18) lanes test18_a test18_b ;;
   lane) shift; for lane in "$@"; do "$lane"; done ;;  # named lanes one after the other, e.g. lane dev6_both
   report) report ;;
   all) lanes dev_ctl_on dev_ctl_off dev_query; lanes test_world test_2wiki test_zh test_asqa test_musique test_hotpot; report ;;
