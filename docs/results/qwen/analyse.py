@@ -29,7 +29,7 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from flare.evaluate.harness import read_results
 from flare.evaluate.world import load_world
@@ -95,6 +95,28 @@ def unmarked(records: list[dict[str, Any]]) -> str:
 Paired = tuple[str, float, float, float, int]  # label, mean difference, low, high, n
 
 
+class Comparison(NamedTuple):
+    """A method against ``single`` over the questions both answered."""
+
+    n: int
+    mean: float
+    low: float
+    high: float
+    wins: int
+    losses: int
+    ratio: float  # mean seconds per answer over single's
+
+
+def compare(ours: dict[str, dict[str, Any]], ref: dict[str, dict[str, Any]]) -> Comparison:
+    """Paired score difference (95% bootstrap interval), wins, losses and seconds ratio; records by id."""
+    ids = sorted(set(ours) & set(ref))
+    diffs = [_score(ours[i]) - _score(ref[i]) for i in ids]
+    lo, hi = interval(diffs)
+    slow = sum(ours[i]["seconds"] for i in ids) / max(1e-9, sum(ref[i]["seconds"] for i in ids))
+    return Comparison(len(ids), statistics.mean(diffs), lo, hi, sum(d > 0 for d in diffs),
+                      sum(d < 0 for d in diffs), slow)  # fmt: skip
+
+
 def table(paths: list[Path], pairs: list[Paired] | None = None) -> None:
     """One table per dataset of ``paths`` read together (several: one lane's questions pooled)."""
     by: dict[str, dict[str, dict[str, dict[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
@@ -121,16 +143,12 @@ def table(paths: list[Path], pairs: list[Paired] | None = None) -> None:
                 f"{statistics.mean(r['trace']['lm_tokens_evaluated'] for r in rows):.0f}",
                 f"{statistics.median(r['seconds'] for r in rows):.1f}",
             ]  # fmt: skip
-            ids = sorted(set(recs) & set(base))
-            if method != REFERENCE and len(ids) >= 2:
-                diffs = [_score(recs[i]) - _score(base[i]) for i in ids]
-                lo, hi = interval(diffs)
-                wins, losses = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
-                slow = sum(recs[i]["seconds"] for i in ids) / max(1e-9, sum(base[i]["seconds"] for i in ids))
+            if method != REFERENCE and len(set(recs) & set(base)) >= 2:
+                c = compare(recs, base)
                 if pairs is not None:
-                    pairs.append((f"{name}: {method}", statistics.mean(diffs), lo, hi, len(ids)))
-                cells += [f"{statistics.mean(diffs):+.3f} [{lo:+.3f}, {hi:+.3f}] (n={len(ids)})",
-                          f"{wins} / {losses}", f"{slow:.2f}×"]  # fmt: skip
+                    pairs.append((f"{name}: {method}", c.mean, c.low, c.high, c.n))
+                cells += [f"{c.mean:+.3f} [{c.low:+.3f}, {c.high:+.3f}] (n={c.n})",
+                          f"{c.wins} / {c.losses}", f"{c.ratio:.2f}×"]  # fmt: skip
             else:
                 cells += ["", "", ""]
             print("| " + " | ".join(cells) + " |")

@@ -16,12 +16,12 @@ Usage::
 from __future__ import annotations
 
 import re
-import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any, NamedTuple
 
-from analyse import REFERENCE, interval, main_score
+from analyse import REFERENCE, Comparison, compare, main_score
 
 from flare.evaluate.harness import read_results
 
@@ -30,7 +30,15 @@ FAMILIES = (  # dataset name -> family, first match wins
     ("bridge", "world bridge"), ("world", "world long form"), ("2wiki", "2WikiMultihopQA"),
     ("hotpot", "HotpotQA"), ("musique", "MuSiQue"), ("asqa", "ASQA"), ("qinglan", "Chinese"),
 )  # fmt: skip
-Point = tuple[int, str, str, float, float, float, float, int]  # round, family, method, Δ, lo, hi, ratio, n
+
+
+class Point(NamedTuple):
+    """One round's evidence-trigger method on one dataset family, against ``single``."""
+
+    round: int
+    family: str
+    method: str
+    versus: Comparison
 
 
 def family(dataset: str) -> str:
@@ -39,42 +47,34 @@ def family(dataset: str) -> str:
 
 def points() -> list[Point]:
     """One point per round, family and evidence-trigger method, lanes pooled."""
-    # (round, family, method) -> question id -> (score, seconds) for the method and for single
-    runs: dict[tuple[int, str, str], dict[str, tuple[float, float]]] = defaultdict(dict)
-    base: dict[tuple[int, str], dict[str, tuple[float, float]]] = defaultdict(dict)
+    Records = dict[str, dict[str, Any]]  # "dataset:id" -> record
+    runs: dict[tuple[int, str, str], Records] = defaultdict(dict)
+    base: dict[tuple[int, str], Records] = defaultdict(dict)
     for path in sorted(HERE.glob("test*/*/results.jsonl")):
         found = re.fullmatch(r"test(\d*)", path.parent.parent.name)
         assert found is not None
         rnd = int(found.group(1) or 1)
         for r in read_results(path):
-            score = None if r.get("error") or not r.get("scores") else main_score(r)
-            if score is None:
+            if r.get("error") or not r.get("scores") or main_score(r) is None:
                 continue
             fam = family(str(r["dataset"]))
             key = f"{r['dataset']}:{r['id']}"
             if r["method"] == REFERENCE:
-                base[(rnd, fam)][key] = (score, float(r["seconds"]))
+                base[(rnd, fam)][key] = r
             elif str(r["method"]).startswith("flare:trigger=support"):
-                runs[(rnd, fam, str(r["method"]))][key] = (score, float(r["seconds"]))
-    out: list[Point] = []
-    for (rnd, fam, method), answers in sorted(runs.items()):
-        ref = base[(rnd, fam)]
-        ids = sorted(set(answers) & set(ref))
-        if len(ids) < 20:
-            continue
-        diffs = [answers[i][0] - ref[i][0] for i in ids]
-        lo, hi = interval(diffs)
-        ratio = sum(answers[i][1] for i in ids) / sum(ref[i][1] for i in ids)
-        out.append((rnd, fam, method, statistics.mean(diffs), lo, hi, ratio, len(ids)))
-    return out
+                runs[(rnd, fam, str(r["method"]))][key] = r
+    return [Point(rnd, fam, method, compare(answers, base[(rnd, fam)]))
+            for (rnd, fam, method), answers in sorted(runs.items())
+            if len(set(answers) & set(base[(rnd, fam)])) >= 20]  # fmt: skip
 
 
 def table(pts: list[Point]) -> None:
     print("| round | set | n | Δ vs single [95%] | seconds vs single | method |")
     print("|---:|---|---:|---|---:|---|")
-    for rnd, fam, method, mean, lo, hi, ratio, n in pts:
-        short = method.removeprefix("flare:trigger=support")
-        print(f"| {rnd} | {fam} | {n} | {mean:+.3f} [{lo:+.3f}, {hi:+.3f}] | {ratio:.2f}× | `…{short}` |")
+    for p in pts:
+        c, short = p.versus, p.method.removeprefix("flare:trigger=support")
+        print(f"| {p.round} | {p.family} | {c.n} | {c.mean:+.3f} [{c.low:+.3f}, {c.high:+.3f}] | {c.ratio:.2f}× "
+              f"| `…{short}` |")  # fmt: skip
 
 
 def plot(pts: list[Point], out: Path) -> None:
@@ -85,14 +85,14 @@ def plot(pts: list[Point], out: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(8, 5.5))
     for i, name in enumerate(dict.fromkeys(name for _, name in FAMILIES)):
-        mine = [p for p in pts if p[1] == name]
+        mine = [(p.round, p.versus) for p in pts if p.family == name]
         if not mine:
             continue
-        xs, ys = [p[6] for p in mine], [p[3] for p in mine]
-        err = [[p[3] - p[4] for p in mine], [p[5] - p[3] for p in mine]]
+        xs, ys = [c.ratio for _, c in mine], [c.mean for _, c in mine]
+        err = [[c.mean - c.low for _, c in mine], [c.high - c.mean for _, c in mine]]
         ax.errorbar(xs, ys, yerr=err, fmt="o", color=f"C{i}", capsize=2, alpha=0.8, label=name)
-        for p in mine:
-            ax.annotate(str(p[0]), (p[6], p[3]), fontsize=6, xytext=(3, 2), textcoords="offset points")
+        for rnd, c in mine:
+            ax.annotate(str(rnd), (c.ratio, c.mean), fontsize=6, xytext=(3, 2), textcoords="offset points")
     ax.axvline(1.5, color="k", ls="--", lw=0.8)
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xlabel("seconds per answer, ratio to single's (paired questions)")

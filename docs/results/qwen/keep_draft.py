@@ -48,7 +48,7 @@ def tally(record: dict[str, Any], counts: Counter[tuple[str, ...]]) -> None:
     first: list[str] = []
     for step in record["trace"]["steps"]:
         if step["kind"] == "initial" and not first:
-            first = [d["id"] for d in step.get("retrieved") or []][:3]
+            first = [d["id"] for d in step.get("retrieved") or []][: record["settings"]["k"]]
         if "regenerate" in (step.get("timings") or {}) and step["draft"] and step["sentence"]:
             queries = step.get("queries") or []
             if step["kind"] == "initial":
